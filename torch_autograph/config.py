@@ -1,0 +1,36 @@
+"""Process-wide switches (each Function also takes its own options as arguments)."""
+
+from __future__ import annotations
+
+import threading
+
+_lock = threading.Lock()
+
+
+class _Config:
+    run_eagerly: bool = False
+    max_traces: int = 64
+
+
+_config = _Config()
+
+
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """Run every `ta.function` as plain eager Python (no tracing) while True.
+
+    Use it to debug: print shows values on every call, pdb steps through the
+    original code. Switch it off again to get graphs back.
+    """
+    _config.run_eagerly = bool(run_eagerly)
+
+
+def functions_run_eagerly() -> bool:
+    """Whether `run_functions_eagerly(True)` is in effect."""
+    return _config.run_eagerly
+
+
+def set_default_max_traces(n: int) -> None:
+    """Bound on the traces one Function keeps (least recently used evicted); default 64."""
+    if n < 1:
+        raise ValueError(f"max_traces must be at least 1, got {n}")
+    _config.max_traces = int(n)

@@ -1,0 +1,63 @@
+"""Every exception class torch_autograph raises, with its causes and fixes.
+
+This module imports nothing from torch so that the pure source transformer
+(`torch_autograph.autograph`) can raise these too.
+"""
+
+from __future__ import annotations
+
+
+class TorchAutographError(Exception):
+    """Base class of the library's own errors (not of the TypeError/ValueError it raises)."""
+
+
+class ConversionError(TorchAutographError):
+    """AutoGraph could not convert a function.
+
+    Causes: syntax AutoGraph does not support, an ambiguous lambda (several
+    lambdas with the same arguments on one line), source that cannot be parsed.
+    Fix: rewrite the construct the message names, or decorate the function with
+    `ta.autograph.experimental.do_not_convert` to run it as plain Python.
+    """
+
+
+class StagingError(TorchAutographError):
+    """An exception whose type cannot be re-raised as-is was raised while tracing.
+
+    The original exception is chained (`__cause__`); the message shows the
+    user's frames.
+    """
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A graph tensor was used where Python needs a concrete value while tracing.
+
+    Causes: `bool(t)`, `t.item()`, `t.tolist()`, `t.numpy()`, `int(t)`, or
+    iterating a graph tensor in code AutoGraph did not convert (autograph=False,
+    `do_not_convert`, or a function whose source is not available).
+    Fixes: let AutoGraph convert the code (the default), use `ta.cond` /
+    `ta.while_loop` explicitly, or compute the value outside the function and
+    pass it as a Python argument.
+    """
+
+
+class InaccessibleTensorError(ValueError):
+    """A graph tensor was used outside the trace that created it (a leaked tensor).
+
+    Cause: a tensor stored in a global, a list or an attribute while tracing and
+    used after the trace ended or in another function's trace.
+    Fix: return the tensor from the function instead.
+    """
+
+
+class InvalidArgumentError(TorchAutographError):
+    """A check inside a graph failed when the graph ran.
+
+    Causes: an `assert` on a tensor that was false, a loop that had to run at
+    least once to define a variable, a ConcreteFunction called with inputs of
+    the wrong dtype or shape.
+    """
+
+
+class OutOfRangeError(TorchAutographError):
+    """An index was outside the valid range (e.g. writing past a fixed-size TensorArray)."""

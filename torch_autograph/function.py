@@ -1,0 +1,779 @@
+"""`ta.function`: Function (the trace cache) and ConcreteFunction (one traced graph).
+
+Semantics that differ from eager Python, as in TensorFlow's tf.function:
+
+- The Python body runs only while tracing. Python side effects (print, list
+  appends, attribute writes) happen once per trace, not once per call; use
+  `ta.print`, in-place ops on captured tensors or Variables for per-call effects.
+- Python values are frozen into the graph: globals, closure variables and
+  attributes of objects are read at trace time. Changing them later does not
+  retrace.
+- A call retraces when an argument's trace type changes: a tensor's dtype,
+  shape or device; a Python literal's type or value; a different object for
+  any other argument; a different train()/eval() mode of a module the trace
+  ran; a different grad mode. Every retrace records why (`trace_history()`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import logging
+import threading
+import traceback
+import types
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from . import nest
+from . import signatures as sig
+from .backends.torch_codegen import compile_graph
+from .config import _config
+from .graph import tracer
+from .graph.graph import Graph, Value
+from .graph.passes import eliminate_dead_code
+from .graph.tensor import GraphTensor
+from .signatures import Identity, Literal, Structure, TensorSpec
+
+logger = logging.getLogger("torch_autograph")
+_Tensor = torch.Tensor
+_LITERALS = frozenset({int, float, bool, str, type(None)})
+_is_grad_enabled = torch.is_grad_enabled
+_trace_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One trace of a Function: which one, for what signature, and why it was needed."""
+
+    number: int
+    signature: str
+    reasons: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"trace #{self.number} {self.signature}: " + "; ".join(self.reasons)
+
+
+class _RetraceMonitor:
+    """Counts calls and traces of one Python function, across every Function wrapping it."""
+
+    __slots__ = ("calls", "trace_calls", "warned", "__weakref__")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.trace_calls: list[tuple[int, TraceEvent]] = []
+        self.warned = 0
+
+
+_monitors: "weakref.WeakKeyDictionary[Any, _RetraceMonitor]" = weakref.WeakKeyDictionary()
+_monitors_lock = threading.Lock()
+
+
+def _monitor_for(fn: Any) -> _RetraceMonitor:
+    key = getattr(fn, "__func__", fn)
+    with _monitors_lock:
+        try:
+            m = _monitors.get(key)
+            if m is None:
+                m = _monitors[key] = _RetraceMonitor()
+            return m
+        except TypeError:
+            return _RetraceMonitor()
+
+
+# ----------------------------------------------------------------------------------------
+class ConcreteFunction:
+    """One traced graph of a Function, for one input signature. Never retraces.
+
+    Attributes:
+        graph: the `Graph`.
+        name: e.g. `__inference_predict_3`.
+        structured_input_signature: `(args, kwargs)` of TensorSpecs and literals.
+        structured_outputs: the outputs as graph tensors, in the returned structure.
+        captured_inputs: the real tensors the graph reads by reference.
+    """
+
+    def __init__(self, *, graph: Graph, fn: Callable, signature: inspect.Signature, arg_types: dict[str, Any],
+                 result: Any, guards: tuple, function_name: str, grad: bool) -> None:
+        self.graph = graph
+        self._grad = grad
+        self.name = f"__inference_{function_name}_{next(_trace_ids)}"
+        self._fn = fn
+        self._signature = signature
+        self._arg_types = arg_types
+        self._result = result
+        self._guards = guards
+        self._last_used = 0
+        single = isinstance(result, GraphTensor) or result is None
+        template = nest.map_structure(lambda _: None, result) if not single else None
+        self._pack = None if single else functools.partial(nest.pack_sequence_as, template)
+
+    # ----- calling ------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bound = _bind(self._signature, args, kwargs, self.name)
+        return self._call_bound(bound)
+
+    def _call_bound(self, bound: dict[str, Any]) -> Any:
+        flat: list[torch.Tensor] = []
+        for name, value in bound.items():
+            _collect_inputs(self._arg_types[name], value, name, flat, self.name)
+        out = self._fn(*flat)
+        return out if self._pack is None else self._pack(out)
+
+    def _guards_hold(self) -> bool:
+        for ref, training in self._guards:
+            m = ref()
+            if m is None or m.training != training:
+                return False
+        return True
+
+    # ----- inspection ---------------------------------------------------------------
+    @property
+    def inputs(self) -> list[Value]:
+        """Placeholder values followed by capture values."""
+        return list(self.graph.inputs) + [v for v, _ in self.graph.captures]
+
+    @property
+    def outputs(self) -> list[Value]:
+        return [o for o in self.graph.outputs if isinstance(o, Value)]
+
+    @property
+    def captured_inputs(self) -> list[torch.Tensor]:
+        return self.graph.capture_tensors
+
+    @property
+    def structured_outputs(self) -> Any:
+        return self._result
+
+    @property
+    def structured_input_signature(self) -> tuple[tuple, dict]:
+        args, kwargs = [], {}
+        for p in self._signature.parameters.values():
+            t = _public_type(self._arg_types[p.name])
+            if p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = t
+            elif p.kind is p.VAR_POSITIONAL:
+                args.extend(t)
+            elif p.kind is p.VAR_KEYWORD:
+                kwargs.update(t)
+            else:
+                args.append(t)
+        return tuple(args), kwargs
+
+    @property
+    def output_dtypes(self) -> Any:
+        return nest.map_structure(lambda g: g.dtype if isinstance(g, GraphTensor) else None, self._result)
+
+    @property
+    def output_shapes(self) -> Any:
+        return nest.map_structure(lambda g: g.shape if isinstance(g, GraphTensor) else None, self._result)
+
+    def pretty_printed_signature(self) -> str:
+        lines = ["Input Parameters:"]
+        for p in self._signature.parameters.values():
+            lines.append(f"  {p.name} ({p.kind.name}): {sig.describe(_public_type(self._arg_types[p.name]))}")
+        lines.append("Output Type:")
+        lines.append("  " + _describe_output(self._result))
+        lines.append("Captures:")
+        if self.graph.captures:
+            lines += [f"  {id(t)}: {TensorSpec.from_tensor(t)!r}" for _, t in self.graph.captures]
+        else:
+            lines.append("  None")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return "ConcreteFunction " + self.pretty_printed_signature()
+
+    def __repr__(self) -> str:
+        return f"<ConcreteFunction {self.name} at {id(self):#x}>"
+
+
+def _public_type(t: Any) -> Any:
+    if isinstance(t, Structure):
+        items = [_public_type(i) for i in t.items]
+        if t.kind is dict:
+            return dict(zip(t.keys, items))
+        if t.kind in (list, tuple):
+            return t.kind(items)
+        return t
+    return t
+
+
+def _describe_output(result: Any) -> str:
+    def leaf(x: Any) -> Any:
+        if isinstance(x, GraphTensor):
+            v = x._value
+            return TensorSpec(v.shape, v.dtype, None, v.device)
+        return Literal(x) if isinstance(x, (int, float, str, bool, type(None))) else x
+
+    return repr(nest.map_structure(leaf, result))
+
+
+def _collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> None:
+    """Append the tensor leaves of `value` (checked against trace type `t`) to `out`."""
+    if isinstance(t, TensorSpec):
+        out.append(_as_tensor(value, t, path, fn_name))
+    elif isinstance(t, Structure):
+        kids = nest.children(value)
+        keys = tuple(k for k, _ in kids) if kids is not None else None
+        if kids is None or keys != t.keys or (type(value) if not isinstance(value, dict) else dict) != t.kind:
+            raise TypeError(f"{fn_name}: argument {path} must have the structure {t!r}, got {_short(value)}")
+        for (k, child), ct in zip(kids, t.items):
+            _collect_inputs(ct, child, f"{path}[{k!r}]", out, fn_name)
+    elif isinstance(t, Literal):
+        if not (type(value) is type(t.value) and value == t.value):
+            raise TypeError(f"{fn_name}: argument {path} was traced as {t!r}; can not cast {_short(value)} to it. "
+                            f"Call the Function (not this ConcreteFunction) to trace the new value.")
+    elif isinstance(t, Identity):
+        if value is not t.obj:
+            raise TypeError(f"{fn_name}: argument {path} was traced for the object {t!r}, got {_short(value)}")
+
+
+def _as_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> torch.Tensor:
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)
+    elif isinstance(value, (int, float, bool, list)):
+        value = torch.tensor(value, dtype=spec.dtype)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {_short(value)}")
+    if not spec.is_compatible_with(value):
+        raise TypeError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
+                        f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
+    return value
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
+    r = repr(value)
+    return r if len(r) < 80 else r[:77] + "..."
+
+
+def _bind(signature: inspect.Signature, args: tuple, kwargs: dict, fn_name: str) -> dict[str, Any]:
+    try:
+        b = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        shown = ", ".join(_short(a) for a in args)
+        shown_kw = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
+        raise TypeError(f"Binding inputs to {fn_name} failed: {e}. Received args: ({shown}) and kwargs: "
+                        f"{{{shown_kw}}} for signature: {signature}.") from None
+    b.apply_defaults()
+    return dict(b.arguments)
+
+
+# ----------------------------------------------------------------------------------------
+class Function:
+    """A Python function compiled to graphs, one per input signature.
+
+    Create with `ta.function`. Calling it computes the trace type of the
+    arguments, runs the matching ConcreteFunction's graph, and traces a new one
+    when none matches. See the module docstring for how this differs from eager.
+    """
+
+    __autograph_do_not_convert__ = True
+
+    def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
+                 reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
+                 max_traces: int | None = None, _instance: Any = None) -> None:
+        if jit_compile:
+            raise ValueError("jit_compile=True (graphs compiled with inductor) is not available in this version of "
+                             "torch_autograph; use the default backend (jit_compile=False)")
+        self._python_function = python_function
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._instance_ref = _instance
+        self._name = name or getattr(python_function, "__name__", type(python_function).__name__)
+        self._max_traces = max_traces
+        self._signature = self._make_signature()
+        self._input_signature = self._check_input_signature(input_signature)
+        self._traces: "OrderedDict[int, ConcreteFunction]" = OrderedDict()
+        self._by_key: dict[Any, list[ConcreteFunction]] = {}
+        self._fast: dict[tuple, tuple[ConcreteFunction, tuple | None]] = {}
+        self._history: list[TraceEvent] = []
+        self._lock = threading.RLock()
+        self._monitor = _monitor_for(python_function)
+        self._bound: "weakref.WeakKeyDictionary[Any, Function]" = weakref.WeakKeyDictionary()
+        self._target: Callable | None = None
+        functools.update_wrapper(self, python_function, updated=())
+
+    # ----- public properties ---------------------------------------------------------
+    @property
+    def python_function(self) -> Callable:
+        return self._python_function
+
+    @property
+    def input_signature(self) -> tuple | None:
+        return self._input_signature
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def experimental_get_tracing_count(self) -> int:
+        """How many traces this Function has made (evicted ones included)."""
+        return len(self._history)
+
+    def trace_history(self) -> list[TraceEvent]:
+        """Every trace made so far, with the reason it was needed (which argument changed, from what to what)."""
+        return list(self._history)
+
+    @property
+    def concrete_functions(self) -> list[ConcreteFunction]:
+        return list(self._traces.values())
+
+    def pretty_printed_concrete_signatures(self, verbose: bool = True) -> str:
+        return "\n\n".join(cf.pretty_printed_signature() for cf in self._traces.values())
+
+    # ----- descriptor: decorated methods trace per instance -----------------------------
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is None or self._instance_ref is not None:
+            return self
+        try:
+            bound = self._bound.get(instance)
+        except TypeError:
+            bound = None
+        if bound is None:
+            bound = Function(self._python_function, input_signature=self._input_signature_for_bound(),
+                             autograph=self._autograph, reduce_retracing=self._reduce_retracing, name=self._name,
+                             max_traces=self._max_traces, _instance=weakref.ref(instance))
+            try:
+                self._bound[instance] = bound
+            except TypeError:
+                pass
+        return bound
+
+    def _input_signature_for_bound(self) -> Any:
+        return self._input_signature
+
+    # ----- calling ------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not _config.run_eagerly:
+            key: list = [_is_grad_enabled()]
+            for a in args:
+                t = type(a)
+                if t is _Tensor:
+                    key.append((a.dtype, a.shape, a.device))
+                elif t in _LITERALS:
+                    key.append((t, a))
+                else:
+                    break
+            else:
+                entry = self._fast.get(tuple(key))
+                if entry is not None:
+                    cf, positions = entry
+                    if not cf._guards or cf._guards_hold():
+                        m = self._monitor
+                        m.calls = cf._last_used = m.calls + 1
+                        out = cf._fn(*args) if positions is None else cf._fn(*[args[i] for i in positions])
+                        return out if cf._pack is None else cf._pack(out)
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, args: tuple, kwargs: dict) -> Any:
+        if _config.run_eagerly:
+            return self._eager_target()(*args, **kwargs)
+        if tracer.current() is not None:
+            # Called from inside another trace: inline our Python code into that graph.
+            return self._traced_target()(*args, **kwargs)
+        bound = _bind(self._signature, args, kwargs, self._name)
+        types_ = self._types_of(bound)
+        key = (_is_grad_enabled(), types_)
+        cf = self._find(key) or self._trace_for(key, bound)
+        self._monitor.calls = cf._last_used = self._monitor.calls + 1
+        if not kwargs:
+            self._remember_fast(args, cf)
+        return cf._call_bound(bound)
+
+    def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
+        key: list = [_is_grad_enabled()]
+        positions = []
+        for i, a in enumerate(args):
+            t = type(a)
+            if t is _Tensor:
+                key.append((a.dtype, a.shape, a.device))
+                positions.append(i)
+            elif t in _LITERALS:
+                key.append((t, a))
+            else:
+                return
+        n_flat = sum(isinstance(x, TensorSpec) for x in _iter_type_leaves(cf._arg_types.values()))
+        if n_flat != len(positions):
+            return  # defaults hold tensors too: only the slow path binds them
+        self._fast[tuple(key)] = (cf, None if len(positions) == len(args) else tuple(positions))
+
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The ConcreteFunction for these arguments (values or TensorSpecs), tracing it if needed."""
+        if self._input_signature is not None and not args and not kwargs:
+            args = tuple(self._input_signature)
+        bound = _bind(self._signature, args, kwargs, self._name)
+        key = (_is_grad_enabled(), self._types_of(bound))
+        return self._find(key) or self._trace_for(key, bound)
+
+    # ----- the cache ----------------------------------------------------------------
+    def _types_of(self, bound: dict[str, Any]) -> tuple:
+        if self._input_signature is None:
+            return tuple(_resolve_device(sig.trace_type(v)) for v in bound.values())
+        out = []
+        names = list(bound)
+        for i, name in enumerate(names):
+            value = bound[name]
+            if i < len(self._input_signature):
+                out.append(_check_against_spec(self._input_signature[i], value, name, self._name, self._signature))
+            else:
+                out.append(sig.trace_type(value))
+        return tuple(out)
+
+    def _find(self, key: tuple) -> ConcreteFunction | None:
+        for cf in self._by_key.get(key, ()):
+            if cf._guards_hold():
+                self._traces.move_to_end(id(cf))
+                return cf
+        grad, types_ = key
+        best = None
+        for cf in self._traces.values():
+            if cf._grad != grad or not cf._guards_hold():
+                continue
+            ct = tuple(cf._arg_types.values())
+            if len(ct) == len(types_) and all(sig.is_subtype(a, b) for a, b in zip(types_, ct)):
+                if best is None or sig.generality(ct) < sig.generality(tuple(best._arg_types.values())):
+                    best = cf
+        if best is not None:
+            self._by_key.setdefault(key, []).append(best)
+            self._traces.move_to_end(id(best))
+        return best
+
+    def _trace_for(self, key: tuple, bound: dict[str, Any]) -> ConcreteFunction:
+        with self._lock:
+            cf = self._find(key)
+            if cf is not None:
+                return cf
+            grad, types_ = key
+            if self._reduce_retracing:
+                types_ = self._generalize(grad, types_)
+            reasons = self._explain(grad, types_)
+            cf = self._trace(grad, types_, bound)
+            self._by_key.setdefault(key, []).append(cf)
+            self._traces[id(cf)] = cf
+            self._evict()
+            self._fast = dict(self._fast)  # new dict: readers in other threads never see a resize
+            self._record_trace(cf, reasons)
+            return cf
+
+    def _generalize(self, grad: bool, types_: tuple) -> tuple:
+        for cf in reversed(self._traces.values()):
+            if cf._grad != grad:
+                continue
+            ct = tuple(cf._arg_types.values())
+            if len(ct) != len(types_):
+                continue
+            sup = [sig.common_supertype(a, b) for a, b in zip(types_, ct)]
+            if all(s is not None for s in sup):
+                return tuple(sup)
+        return types_
+
+    def _explain(self, grad: bool, types_: tuple) -> list[str]:
+        if not self._traces:
+            return ["first call"]
+        last = next(reversed(self._traces.values()))
+        reasons = []
+        if last._grad != grad:
+            reasons.append(f"grad mode {'enabled' if last._grad else 'disabled'} -> "
+                           f"{'enabled' if grad else 'disabled'}")
+        for name, old, new in zip(last._arg_types, last._arg_types.values(), types_):
+            reasons += sig.diff(old, new, f"argument {name!r}")
+        for ref, training in last._guards:
+            m = ref()
+            if m is not None and m.training != training:
+                reasons.append(f"module {type(m).__name__} at {id(m):#x} switched "
+                               f"{'train' if training else 'eval'} -> {'train' if m.training else 'eval'} mode")
+        return reasons or ["no trace matched (evicted from the cache, or a new structure)"]
+
+    def _evict(self) -> None:
+        limit = self._max_traces or _config.max_traces
+        while len(self._traces) > limit:
+            victim = min(self._traces.values(), key=lambda c: c._last_used)
+            del self._traces[id(victim)]
+            for k in [k for k, cfs in self._by_key.items() if victim in cfs]:
+                self._by_key[k] = [c for c in self._by_key[k] if c is not victim]
+                if not self._by_key[k]:
+                    del self._by_key[k]
+            self._fast = {k: e for k, e in self._fast.items() if e[0] is not victim}
+
+    def _record_trace(self, cf: ConcreteFunction, reasons: list[str]) -> None:
+        event = TraceEvent(len(self._history) + 1, self._describe_types(cf), tuple(reasons))
+        self._history.append(event)
+        logger.info("Tracing %s, %s", self._name, event)
+        m = self._monitor
+        m.trace_calls.append((m.calls, event))
+        recent = m.trace_calls[-5:]
+        if len(recent) == 5 and m.calls - recent[0][0] < 10 and m.warned < 2:
+            m.warned += 1
+            window = m.calls - recent[0][0] + 1
+            why = "\n".join(f"  - {e}" for _, e in recent)
+            logger.warning(
+                "%d out of the last %d calls to %s triggered retracing. Tracing is expensive; the reasons were:\n%s\n"
+                "Common causes: (1) creating the ta.function repeatedly in a loop: define it once, outside; "
+                "(2) tensors of changing shapes: pass reduce_retracing=True or an input_signature with None dims; "
+                "(3) Python values or new objects as arguments: pass tensors instead.",
+                5, window, self._python_function, why)
+
+    def _describe_types(self, cf: ConcreteFunction) -> str:
+        return "(" + ", ".join(f"{n}: {sig.describe(_public_type(t))}" for n, t in cf._arg_types.items()) + ")"
+
+    # ----- tracing ------------------------------------------------------------------
+    def _trace(self, grad: bool, types_: tuple, bound: dict[str, Any]) -> ConcreteFunction:
+        names = list(bound)
+        arg_types = dict(zip(names, types_))
+        graph = Graph(self._name)
+        target = self._traced_target()
+        with torch.set_grad_enabled(grad), tracer.tracing(graph) as state:
+            values = {n: _placeholders(state, arg_types[n], bound[n], n) for n in names}
+            args, kwargs = _rebuild_call(self._signature, values)
+            try:
+                result = target(*args, **kwargs)
+            except Exception as e:
+                _add_user_frames(e)
+                raise
+            result = _finish_outputs(state, graph, result)
+            guards = tracer.module_guards(state)
+        eliminate_dead_code(graph)
+        graph.verify()
+        fn = compile_graph(graph, return_tuple=not (isinstance(result, GraphTensor) or result is None))
+        cf = ConcreteFunction(graph=graph, fn=fn, signature=self._signature, arg_types=arg_types, result=result,
+                              guards=guards, function_name=self._name, grad=grad)
+        return cf
+
+    def _make_signature(self) -> inspect.Signature:
+        fn = self._python_function
+        try:
+            s = inspect.signature(fn)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"ta.function needs a callable with an inspectable signature, got {fn!r}: {e}") from None
+        if self._instance_ref is not None:
+            params = list(s.parameters.values())[1:]
+            s = s.replace(parameters=params)
+        return s
+
+    def _check_input_signature(self, input_signature: Any) -> tuple | None:
+        if input_signature is None:
+            return None
+        specs = tuple(input_signature)
+        params = [p for p in self._signature.parameters.values()]
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            raise TypeError(f"{self._name}: input_signature cannot be used with **kwargs in the signature "
+                            f"{self._signature}")
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if len(specs) > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
+            raise TypeError(f"{self._name}: input_signature has {len(specs)} entries but the function takes "
+                            f"{len(positional)} positional arguments {self._signature}")
+        for p in positional[len(specs):]:
+            if p.default is p.empty:
+                raise TypeError(f"{self._name}: input_signature does not cover argument {p.name!r}, which has "
+                                f"no default")
+        for s in nest.flatten(specs):
+            if not isinstance(s, TensorSpec):
+                raise TypeError(f"{self._name}: input_signature must hold only ta.TensorSpec, got {s!r}")
+        return specs
+
+    def _callable_and_self(self) -> tuple[Callable, Any]:
+        fn = self._python_function
+        if self._instance_ref is not None:
+            inst = self._instance_ref()
+            if inst is None:
+                raise ReferenceError(f"the instance {self._name} was bound to has been garbage-collected")
+            return fn, inst
+        if isinstance(fn, types.MethodType):
+            return fn.__func__, fn.__self__
+        return fn, None
+
+    def _eager_target(self) -> Callable:
+        fn, inst = self._callable_and_self()
+        return fn if inst is None else types.MethodType(fn, inst)
+
+    def _traced_target(self) -> Callable:
+        fn, inst = self._callable_and_self()
+        if self._autograph:
+            fn = _autograph_convert(fn)
+        return fn if inst is None else functools.partial(fn, inst)
+
+    def __repr__(self) -> str:
+        return f"<ta.Function {self._name} at {id(self):#x}>"
+
+
+def _autograph_convert(fn: Callable) -> Callable:
+    try:
+        from .autograph import api
+    except ImportError:
+        return fn
+    convert = getattr(api, "convert", None)
+    return fn if convert is None else convert(fn)
+
+
+def _iter_type_leaves(types_: Any):
+    for t in types_:
+        if isinstance(t, Structure):
+            yield from _iter_type_leaves(t.items)
+        else:
+            yield t
+
+
+def _resolve_device(t: Any) -> Any:
+    if isinstance(t, TensorSpec) and t.device is None:
+        return TensorSpec(t.shape, t.dtype, t.name, torch.get_default_device())
+    if isinstance(t, Structure):
+        return Structure(t.kind, t.keys, tuple(_resolve_device(i) for i in t.items))
+    return t
+
+
+def _check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature: inspect.Signature) -> Any:
+    if isinstance(spec, TensorSpec):
+        if isinstance(value, TensorSpec):
+            t = value
+        else:
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(value)
+            elif isinstance(value, (list, int, float, bool)):
+                try:
+                    value = torch.as_tensor(value, dtype=spec.dtype)
+                except (TypeError, ValueError, RuntimeError):
+                    pass
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} expected a tensor matching "
+                                f"{spec!r}, received {_short(value)}. Signature: {signature}.")
+            t = TensorSpec.from_tensor(value)
+        if not sig.is_subtype(TensorSpec(t.shape, t.dtype), TensorSpec(spec.shape, spec.dtype)):
+            raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} can not be cast: expected "
+                            f"{spec!r}, received {_describe_value(value)}. Signature: {signature}.")
+        return TensorSpec(spec.shape, spec.dtype, spec.name or name,
+                          t.device if t.device is not None else torch.get_default_device())
+    kids_spec = nest.children(spec)
+    kids_val = nest.children(value)
+    if kids_spec is None or kids_val is None or [k for k, _ in kids_spec] != [k for k, _ in kids_val]:
+        raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} must have the structure of "
+                        f"{spec!r}, received {_short(value)}")
+    items = tuple(_check_against_spec(s, v, f"{name}[{k!r}]", fn_name, signature)
+                  for (k, s), (_, v) in zip(kids_spec, kids_val))
+    return Structure(dict if isinstance(spec, dict) else type(spec), tuple(k for k, _ in kids_spec), items)
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return _short(value)
+
+
+def _placeholders(state: tracer.TraceState, t: Any, value: Any, name: str) -> Any:
+    """The argument value seen by the traced Python code."""
+    if isinstance(t, TensorSpec):
+        return state.placeholder(t.name or name, t.dtype, t.shape, t.device)
+    if isinstance(t, Structure):
+        kids = dict(nest.children(value)) if nest.children(value) is not None else {}
+        items = {k: _placeholders(state, ct, kids.get(k), f"{name}_{k}") for k, ct in zip(t.keys, t.items)}
+        if t.kind is dict:
+            return {k: items[k] for k in (value.keys() if isinstance(value, dict) else t.keys)}
+        if t.kind in (list, tuple):
+            return t.kind(items[i] for i in range(len(t.keys)))
+        return nest.rebuild(value, items)
+    if isinstance(t, Literal):
+        return t.value
+    if isinstance(t, Identity):
+        return t.obj
+    return value
+
+
+def _rebuild_call(signature: inspect.Signature, values: dict[str, Any]) -> tuple[list, dict]:
+    args: list = []
+    kwargs: dict = {}
+    for p in signature.parameters.values():
+        v = values[p.name]
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            args.append(v)
+        elif p.kind is p.VAR_POSITIONAL:
+            args.extend(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            kwargs[p.name] = v
+        else:
+            kwargs.update(v)
+    return args, kwargs
+
+
+def _finish_outputs(state: tracer.TraceState, graph: Graph, result: Any) -> Any:
+    """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, GraphTensor):
+            return state.to_graph_tensor(x)
+        if isinstance(x, torch.Tensor):
+            return state.capture(x)
+        if isinstance(x, (bool, int, float)):
+            return torch.tensor(x)  # recorded by the tracing mode: Python scalars come back as tensors
+        return x
+
+    result = nest.map_structure(leaf, result)
+    graph.outputs = [x._value if isinstance(x, GraphTensor) else x for x in nest.flatten(result)]
+    if isinstance(result, GraphTensor) or result is None:
+        graph.outputs = [result._value if result is not None else None]
+    return result
+
+
+def _add_user_frames(e: BaseException) -> None:
+    """Attach an "in user code:" block with the user's frames to a trace-time error."""
+    if getattr(e, "_ta_user_frames", False):
+        return
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not (f.filename.startswith(tracer._PACKAGE_DIR) or f.filename.startswith(tracer._TORCH_DIR))]
+    if not frames:
+        return
+    lines = ["in user code:"]
+    for f in frames:
+        lines.append(f'    File "{f.filename}", line {f.lineno}, in {f.name}')
+        if f.line:
+            lines.append(f"        {f.line}")
+    try:
+        e.add_note("\n".join(lines))
+        e._ta_user_frames = True
+    except (AttributeError, TypeError):
+        pass
+
+
+# ----------------------------------------------------------------------------------------
+def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
+             reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
+             max_traces: int | None = None) -> Any:
+    """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
+
+    Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
+    functions, lambdas, methods (each instance gets its own traces) and
+    callable objects.
+
+    Args:
+        func: the callable.
+        input_signature: a sequence of `ta.TensorSpec` fixing the argument types:
+            one trace only (per device); a call that does not fit raises TypeError.
+        autograph: convert Python `if`/`while`/`for` over tensors into graph
+            control flow (default True).
+        reduce_retracing: on a new shape, trace a generalised signature with None
+            dims instead of one per shape.
+        jit_compile: reserved for compiling graphs with inductor.
+        name: the name used in graphs and messages.
+        max_traces: how many traces to keep (least recently used evicted).
+
+    What differs from eager Python: Python side effects run once per trace;
+    Python values (globals, closures, attributes, literal arguments) are
+    frozen into the graph; a change of tensor dtype/shape/device, of a literal
+    argument, of an object argument, of a module's train/eval mode or of the
+    grad mode retraces. `Function.trace_history()` says why each trace happened.
+    """
+
+    def wrap(f: Callable) -> Function:
+        if isinstance(f, Function):
+            f = f.python_function
+        return Function(f, input_signature=input_signature, autograph=autograph,
+                        reduce_retracing=reduce_retracing, jit_compile=jit_compile, name=name, max_traces=max_traces)
+
+    return wrap if func is None else wrap(func)

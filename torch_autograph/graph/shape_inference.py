@@ -1,0 +1,238 @@
+"""Output metadata of an op, found by running it on meta tensors behind a memo cache.
+
+Unknown sizes (None dims, run-time Python ints) are replaced by a sentinel
+size; the op runs twice with two different sentinels and every output dim that
+differs between the runs is unknown (None). Ops whose output shape depends on
+the data (nonzero, unique, boolean masks) cannot run on meta; they run once on
+small real CPU tensors filled with zeros and once filled with varied data, and
+dims that differ are unknown. The memo makes a repeated op cost about 1 µs.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .graph import Value, ValueKind
+
+_SENTINELS = (17, 19)
+_SCALAR_TYPES = {torch.bool: bool, torch.float64: float, torch.int64: int}
+_SCALAR_DTYPES = {bool: torch.bool, float: torch.float64, int: torch.int64}
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Inferred metadata of one output: like a Value without a name."""
+
+    dtype: torch.dtype
+    shape: tuple[int | None, ...] | None
+    device: torch.device | None
+    kind: ValueKind = ValueKind.TENSOR
+
+
+class DataDependentValue(Exception):
+    """An op returned a Python value that depends on tensor data (e.g. torch.equal)."""
+
+
+class ShapeInference:
+    """Infers output metadata; owns the memo cache (one per process is plenty)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Any, Any] = {}
+
+    def infer(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
+        """The output structure of `func(*args, **kwargs)` with `Meta` leaves.
+
+        `args`/`kwargs` hold `Value`s where graph values go. Non-tensor outputs
+        that depend only on metadata come back as Python values.
+
+        Raises:
+            DataDependentValue: the op returns a Python value computed from data.
+            Exception: whatever torch raises for invalid arguments (a user error).
+        """
+        key = _memo_key(func, args, kwargs)
+        if key is not None:
+            hit = self._memo.get(key)
+            if hit is not None:
+                return hit
+        out = self._infer_uncached(func, args, kwargs, device_hint)
+        if key is not None:
+            self._memo[key] = out
+        return out
+
+    def _infer_uncached(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
+        values = [v for v in _iter_values((args, kwargs))]
+        unknown = any(v.kind is ValueKind.SCALAR or v.shape is None or None in v.shape for v in values)
+        unknown_rank = any(v.kind is ValueKind.TENSOR and v.shape is None for v in values)
+        device = _output_device(func, args, kwargs, values, device_hint)
+        try:
+            runs = [_run(func, args, kwargs, s, "meta") for s in (_SENTINELS if unknown else _SENTINELS[:1])]
+        except (NotImplementedError, RuntimeError) as meta_error:
+            if not _looks_data_dependent(meta_error):
+                raise
+            runs = _run_on_real_data(func, args, kwargs)
+            return _merge(runs, device, data_dependent=True, unknown_rank=unknown_rank)
+        return _merge(runs, device, data_dependent=False, unknown_rank=unknown_rank, unknown=unknown)
+
+
+def _looks_data_dependent(err: Exception) -> bool:
+    text = str(err)
+    return isinstance(err, NotImplementedError) or any(
+        s in text for s in ("meta", "data-dependent", "Meta", "item()", "cannot be called on", "data dependent"))
+
+
+def _iter_values(obj: Any):
+    if isinstance(obj, Value):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _iter_values(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _iter_values(x)
+    elif isinstance(obj, slice):
+        yield from _iter_values((obj.start, obj.stop, obj.step))
+
+
+def _memo_key(func: Callable, args: tuple, kwargs: dict) -> Any:
+    try:
+        key = (func, _key_of(args), _key_of(kwargs))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _key_of(obj: Any) -> Any:
+    if isinstance(obj, Value):
+        return (obj.kind, obj.dtype, obj.shape, obj.device)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_key_of(x) for x in obj))
+    if isinstance(obj, dict):
+        return (dict, tuple((k, _key_of(v)) for k, v in obj.items()))
+    if isinstance(obj, slice):
+        return (slice, _key_of(obj.start), _key_of(obj.stop), _key_of(obj.step))
+    if isinstance(obj, float) and obj != obj:
+        return (float, "nan")
+    return (type(obj), obj)
+
+
+def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None) -> Any:
+    if isinstance(obj, Value):
+        if obj.kind is ValueKind.SCALAR:
+            return _SCALAR_TYPES.get(obj.dtype, int)(sentinel)
+        shape = tuple(sentinel if d is None else d for d in (obj.shape if obj.shape is not None else (sentinel,)))
+        t = torch.zeros(shape, dtype=obj.dtype, device=device)
+        if fill == "varied":
+            n = t.numel()
+            if obj.dtype == torch.bool:
+                t = (torch.arange(n) % 2 == 0).reshape(shape)
+            else:
+                t = (torch.arange(n) % 7 + 1).reshape(shape).to(obj.dtype)
+        return t
+    if isinstance(obj, (list, tuple)):
+        items = [_materialize(x, sentinel, device, fill) for x in obj]
+        return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
+    if isinstance(obj, dict):
+        return {k: _materialize(v, sentinel, device, fill) for k, v in obj.items()}
+    if isinstance(obj, slice):
+        return slice(*(_materialize(x, sentinel, device, fill) for x in (obj.start, obj.stop, obj.step)))
+    return obj
+
+
+def _strip_device(func: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Keep factories and `.to(...)` on meta: the real device is tracked separately."""
+    if "device" in kwargs:
+        kwargs = {**kwargs, "device": "meta"}
+    if func in (torch.Tensor.to,) and len(args) > 1 and isinstance(args[1], (str, torch.device)):
+        args = (args[0], "meta") + tuple(args[2:])
+    if func in (torch.Tensor.cuda, torch.Tensor.cpu):
+        return (args[0],), {}
+    return args, kwargs
+
+
+def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str) -> Any:
+    a, k = _strip_device(func, _materialize(args, sentinel, device), _materialize(kwargs, sentinel, device))
+    if func in (torch.Tensor.cuda, torch.Tensor.cpu):
+        return a[0].clone()
+    return func(*a, **k)
+
+
+def _run_on_real_data(func: Callable, args: tuple, kwargs: dict) -> list:
+    with torch.random.fork_rng(devices=[]):
+        runs = []
+        for fill in (None, "varied"):
+            a = _materialize(args, _SENTINELS[0], "cpu", fill)
+            k = _materialize(kwargs, _SENTINELS[0], "cpu", fill)
+            if "device" in k:
+                k["device"] = "cpu"
+            runs.append(func(*a, **k))
+        return runs
+
+
+def _merge(runs: list, device: torch.device | None, *, data_dependent: bool, unknown_rank: bool,
+           unknown: bool = False) -> Any:
+    first = runs[0]
+    if isinstance(first, torch.Tensor):
+        if unknown_rank:
+            shape = None
+        else:
+            shape = tuple(d if all(_same_dim(r, i, d) for r in runs[1:]) else None for i, d in enumerate(first.shape))
+            if data_dependent and shape and shape == tuple(first.shape):
+                # Identical sizes on two different fills are not proof of a static shape for
+                # a data-dependent op; only dims the op cannot change are kept.
+                shape = tuple(None if i == 0 else d for i, d in enumerate(shape))
+        return Meta(first.dtype, shape, device)
+    if isinstance(first, (tuple, list)) and not isinstance(first, torch.Size):
+        merged = [_merge([r[i] for r in runs], device, data_dependent=data_dependent, unknown_rank=unknown_rank,
+                         unknown=unknown) for i in range(len(first))]
+        if hasattr(first, "_fields") or type(first).__module__ == "torch.return_types":
+            return type(first)(merged)
+        return type(first)(merged)
+    if isinstance(first, (bool, int, float)):
+        if data_dependent:
+            raise DataDependentValue(first)
+        if unknown:
+            return Meta(_SCALAR_DTYPES[type(first)], (), None, ValueKind.SCALAR)
+        return first
+    if isinstance(first, torch.Size):
+        return tuple(first)
+    return first
+
+
+def _same_dim(run: Any, i: int, d: int) -> bool:
+    return isinstance(run, torch.Tensor) and run.dim() > i and run.shape[i] == d
+
+
+_CUDA_METHODS = {torch.Tensor.cuda: "cuda", torch.Tensor.cpu: "cpu"}
+
+
+def _output_device(func: Callable, args: tuple, kwargs: dict, values: list[Value],
+                   device_hint: torch.device | None) -> torch.device | None:
+    if func in _CUDA_METHODS:
+        return torch.device(_CUDA_METHODS[func])
+    dev = kwargs.get("device")
+    if dev is None and func is torch.Tensor.to:
+        for a in args[1:]:
+            if isinstance(a, (str, torch.device)):
+                dev = a
+            elif isinstance(a, Value) and a.kind is ValueKind.TENSOR:
+                dev = a.device
+    if dev is not None and not isinstance(dev, Value):
+        return torch.device(dev)
+    for v in values:
+        if v.kind is ValueKind.TENSOR and v.device is not None:
+            return v.device
+    return device_hint
+
+
+# Python-level operators used when every graph operand is a run-time Python scalar.
+SCALAR_OPERATORS = {
+    "__add__": operator.add, "__sub__": operator.sub, "__mul__": operator.mul,
+    "__floordiv__": operator.floordiv, "__truediv__": operator.truediv, "__mod__": operator.mod,
+    "__neg__": operator.neg, "__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt,
+    "__ge__": operator.ge, "__eq__": operator.eq, "__ne__": operator.ne, "__pow__": operator.pow,
+}

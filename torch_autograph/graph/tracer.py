@@ -1,0 +1,424 @@
+"""Tracing: record every torch call made while a function runs on graph tensors.
+
+`tracing(graph)` makes a trace current (a ContextVar, so threads trace
+independently) and activates a TorchFunctionMode for its duration only. Two
+paths lead to `record`:
+
+- `GraphTensor.__torch_function__`, operators and methods of graph tensors;
+- the mode, which also sees calls with no graph tensor at all: factories
+  (`torch.zeros`), random ops (`torch.randn`) and ops on real tensors the
+  function closes over (module parameters, buffers). Real tensors become
+  captures, passed by reference at every call.
+
+Metadata queries on real tensors (`p.shape`, `p.dim()`) and value reads
+(`p.item()`, `bool(p)`) run at once: like any Python value, they are frozen
+into the trace.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import itertools
+import keyword
+import operator
+import os
+import sys
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
+from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
+from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, ShapeInference
+from .tensor import GraphTensor
+
+_current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
+_shape_inference = ShapeInference()
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "nan", "self", "None", "True", "False", "_"}
+
+# A callback (filename, lineno) -> SourceLocation | None for generated code (AutoGraph's
+# converted functions), registered by the layer that knows about them.
+_origin_mappers: list[Callable[[str, int], SourceLocation | None]] = []
+
+
+def register_origin_mapper(fn: Callable[[str, int], SourceLocation | None]) -> None:
+    """Let generated code (e.g. AutoGraph output) report the user's line instead of its own."""
+    if fn not in _origin_mappers:
+        _origin_mappers.append(fn)
+
+
+def user_location(skip_packages: bool = True) -> SourceLocation | None:
+    """The innermost frame of user code: outside torch_autograph and torch."""
+    f = sys._getframe(1)
+    while f is not None:
+        filename = f.f_code.co_filename
+        for mapper in _origin_mappers:
+            loc = mapper(filename, f.f_lineno)
+            if loc is not None:
+                return loc
+        if not (filename.startswith(_PACKAGE_DIR) or filename.startswith(_TORCH_DIR) or filename.startswith("<")):
+            import linecache
+
+            return SourceLocation(filename, f.f_lineno, f.f_code.co_name, linecache.getline(filename, f.f_lineno).strip())
+        f = f.f_back
+    return None
+
+
+class TraceState:
+    """Everything one trace accumulates; the current one lives in a ContextVar."""
+
+    def __init__(self, graph: Graph, parent: "TraceState | None" = None) -> None:
+        self.graph = graph
+        self.parent = parent
+        self.root: TraceState = parent.root if parent is not None else self
+        self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
+        self.closed = False
+        self._names: set[str] = set() if parent is None else self.root._names
+        self._captures: dict[int, GraphTensor] = {}
+        self.modules: dict[int, torch.nn.Module] = {}
+        # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
+        self.lift_outer: Callable[[GraphTensor], GraphTensor] | None = None
+
+    # ----- names ----------------------------------------------------------------------
+    def fresh_name(self, base: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, i = base, 1
+        while name in self._names or name in _RESERVED or hasattr(builtins, name):
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    # ----- values ---------------------------------------------------------------------
+    def placeholder(self, name: str, dtype: torch.dtype, shape: tuple | None, device: torch.device | None,
+                    kind: ValueKind = ValueKind.TENSOR) -> GraphTensor:
+        value = Value(self.fresh_name(name), dtype, shape, device, kind)
+        self.graph.inputs.append(value)
+        return GraphTensor(value, self)
+
+    def capture(self, t: torch.Tensor, name: str | None = None) -> GraphTensor:
+        """The graph value standing for real tensor `t` (a module parameter, a closure tensor...)."""
+        if self.parent is not None:
+            outer = self.root.capture(t, name)
+            return self.to_graph_tensor(outer)
+        gt = self._captures.get(id(t))
+        if gt is None:
+            value = Value(self.fresh_name(name or self._capture_name(t)), t.dtype, tuple(t.shape), t.device)
+            self.graph.captures.append((value, t))
+            gt = GraphTensor(value, self)
+            self._captures[id(t)] = gt
+        return gt
+
+    def _capture_name(self, t: torch.Tensor) -> str:
+        """`linear_weight` for a parameter of a module that ran in this trace, else `param` / `const`."""
+        for m in reversed(list(self.modules.values())):
+            for pname, p in itertools.chain(m.named_parameters(recurse=False), m.named_buffers(recurse=False)):
+                if p is t:
+                    return f"{type(m).__name__.lower()}_{pname}"
+        return "param" if isinstance(t, torch.nn.Parameter) else "const"
+
+    def to_graph_tensor(self, g: GraphTensor) -> GraphTensor:
+        """`g` as a value usable in this trace (lifting values of enclosing traces)."""
+        if g._trace is self:
+            return g
+        state = self.parent
+        while state is not None:
+            if g._trace is state:
+                if self.lift_outer is None:
+                    raise AssertionError("bug in torch_autograph: a sub-trace without a lifting hook")
+                return self.lift_outer(g)
+            state = state.parent
+        raise leaked_tensor_error(g)
+
+    def to_value(self, obj: Any) -> Any:
+        """Replace graph and real tensors in a nest of arguments by graph Values."""
+        if isinstance(obj, GraphTensor):
+            return self.to_graph_tensor(obj)._value
+        if isinstance(obj, torch.Tensor):
+            return self.capture(obj)._value
+        if isinstance(obj, (list, tuple)):
+            items = [self.to_value(x) for x in obj]
+            if hasattr(obj, "_fields"):
+                return type(obj)(*items)
+            return type(obj)(items) if type(obj) in (list, tuple) else tuple(items)
+        if isinstance(obj, dict):
+            return {k: self.to_value(v) for k, v in obj.items()}
+        if isinstance(obj, slice):
+            return slice(self.to_value(obj.start), self.to_value(obj.stop), self.to_value(obj.step))
+        if hasattr(obj, "__torch_function__") and hasattr(obj, "_ta_graph_value"):
+            return self.to_value(obj._ta_graph_value())
+        return obj
+
+
+def current() -> TraceState | None:
+    """The trace being recorded in this thread, if any."""
+    return _current.get()
+
+
+
+
+# ----- errors ---------------------------------------------------------------------------
+def not_allowed(g: GraphTensor, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    cls = error if error is not AttributeError else type("GraphAttributeError", (OperatorNotAllowedInGraphError, AttributeError), {})
+    return cls(f"{what} is not allowed while tracing: the tensor %{g._value.name} "
+               f"({g._value.type_str()}) has no value yet{where}.{code}\nFix: {fix}.")
+
+
+def leaked_tensor_error(g: GraphTensor) -> InaccessibleTensorError:
+    loc = user_location()
+    where = f" (used at {loc})" if loc else ""
+    owner = g._trace.graph.name if g._trace is not None else "?"
+    return InaccessibleTensorError(
+        f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
+        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
+        f"Return it from the function instead.")
+
+
+# ----- classification of torch callables ------------------------------------------------
+_DUNDER_OPS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
+    "rshift": operator.rshift, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne, "neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+    "abs": abs, "getitem": operator.getitem, "setitem": operator.setitem,
+}
+_INPLACE_DUNDERS = {
+    "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_", "ifloordiv": "floor_divide_",
+    "imod": "remainder_", "ipow": "pow_", "iand": "bitwise_and_", "ior": "bitwise_or_", "ixor": "bitwise_xor_",
+    "ilshift": "bitwise_left_shift_", "irshift": "bitwise_right_shift_",
+}
+_RANDOM = frozenset({
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+    "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+    "gumbel_softmax", "rrelu", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
+    "log_normal_", "random_", "native_dropout",
+})
+# Calls on real tensors that read metadata or values: run now, frozen into the trace.
+_RUN_NOW = frozenset({
+    "dim", "size", "numel", "nelement", "ndimension", "is_floating_point", "is_complex", "element_size", "stride",
+    "is_contiguous", "get_device", "item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
+    "__len__", "__iter__", "__repr__", "__format__", "__str__", "__hash__", "__reduce_ex__", "__array__",
+    "data_ptr", "__deepcopy__", "storage", "untyped_storage", "is_nonzero", "equal", "allclose", "__contains__",
+    "has_names", "is_signed", "type", "is_pinned", "is_shared", "__dlpack__", "__dlpack_device__", "_is_view",
+    "is_set_to", "__array_wrap__", "__reversed__", "register_hook", "retain_grad", "requires_grad_",
+})
+_classify_cache: dict[Any, tuple[Op, Callable, bool]] = {}
+
+
+def _classify(func: Callable) -> tuple[Op, Callable, bool]:
+    """(Op, function used for shape inference, swap the first two args) for a torch callable."""
+    hit = _classify_cache.get(func)
+    if hit is not None:
+        return hit
+    name = getattr(func, "__name__", "") or ""
+    owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
+    if name == "__get__" and owner is not None and type(owner).__name__ == "getset_descriptor":
+        attr = owner.__name__
+        result = (Op(OpKind.GETATTR, attr, attr), func, False)
+    elif name.startswith("__") and name.endswith("__"):
+        core = name[2:-2]
+        if core in _INPLACE_DUNDERS:
+            method = _INPLACE_DUNDERS[core]
+            result = (Op(OpKind.METHOD, method, method, stateful=True), getattr(torch.Tensor, method), False)
+        elif core in _DUNDER_OPS:
+            fn = _DUNDER_OPS[core]
+            result = (Op(OpKind.OPERATOR, fn, core, stateful=core == "setitem"), fn, False)
+        elif core.startswith("r") and core[1:] in _DUNDER_OPS:
+            fn = _DUNDER_OPS[core[1:]]
+            result = (Op(OpKind.OPERATOR, fn, core[1:]), fn, True)
+        else:
+            result = (Op(OpKind.METHOD, name, core), func, False)
+    elif owner in (torch.Tensor, torch._C.TensorBase) or (
+            isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)):
+        stateful = (name.endswith("_") and not name.endswith("__")) or name in _RANDOM
+        result = (Op(OpKind.METHOD, name, name.rstrip("_") or name, stateful=stateful), func, False)
+    else:
+        stateful = name in _RANDOM or (name.endswith("_") and not name.endswith("__"))
+        result = (Op(OpKind.FUNCTION, func, name.rstrip("_") or "call", stateful=stateful), func, False)
+    try:
+        _classify_cache[func] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _contains_graph(obj: Any) -> bool:
+    if isinstance(obj, GraphTensor):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return any(_contains_graph(x) for x in obj)
+    if isinstance(obj, dict):
+        return any(_contains_graph(x) for x in obj.values())
+    if isinstance(obj, slice):
+        return _contains_graph((obj.start, obj.stop, obj.step))
+    return False
+
+
+# ----- recording ------------------------------------------------------------------------
+def record(func: Callable, args: tuple, kwargs: dict) -> Any:
+    """Record `func(*args, **kwargs)` into the current graph; return graph tensors for its outputs."""
+    state = _current.get()
+    if state is None:
+        for a in _iter_graph_tensors((args, kwargs)):
+            raise leaked_tensor_error(a)
+        raise AssertionError("bug in torch_autograph: record() outside a trace")
+    op, infer_fn, swap = _classify(func)
+    if swap:
+        args = (args[1], args[0]) + tuple(args[2:])
+    vargs = state.to_value(tuple(args))
+    vkwargs = state.to_value(kwargs) if kwargs else {}
+    if op.kind is OpKind.OPERATOR and all(v.kind is ValueKind.SCALAR for v in _values(vargs)) and _values(vargs):
+        pass  # Python-level arithmetic on run-time scalars: infer_fn is already the operator
+    elif op.kind is OpKind.METHOD and _values(vargs[:1]) and vargs[0].kind is ValueKind.SCALAR:
+        fn = SCALAR_OPERATORS.get(op.target)
+        if fn is not None:
+            op, infer_fn = Op(OpKind.OPERATOR, fn, op.name), fn
+    if "out" in vkwargs:
+        op = Op(op.kind, op.target, op.name, stateful=True)
+    try:
+        with torch._C.DisableTorchFunction():
+            meta = _shape_inference.infer(infer_fn, vargs, vkwargs, None)
+    except DataDependentValue:
+        loc = user_location()
+        raise OperatorNotAllowedInGraphError(
+            f"{op.name}() returns a Python value computed from tensor data, which is not known while tracing"
+            f"{' at ' + str(loc) if loc else ''}.\nFix: use a tensor-returning op (e.g. torch.eq(...).all()) "
+            f"so the result stays in the graph.") from None
+    except Exception as e:
+        loc = user_location()
+        if loc is not None and hasattr(e, "add_note"):
+            e.add_note(f"while tracing {op.name} at {loc}")
+        raise
+    outputs: list[Value] = []
+    result, pattern = _wrap(meta, state, op, outputs)
+    if not outputs and not op.stateful:
+        return result  # metadata-only result (e.g. torch.result_type): nothing to run
+    grad = torch.is_grad_enabled()
+    node = Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern,
+                origin=user_location(), grad_enabled=None if grad == state.entry_grad else grad)
+    state.graph.nodes.append(node)
+    if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
+        return None
+    return result
+
+
+def _values(obj: Any) -> list[Value]:
+    from .graph import iter_values
+
+    return list(iter_values(obj))
+
+
+def _iter_graph_tensors(obj: Any) -> Iterator[GraphTensor]:
+    if isinstance(obj, GraphTensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _iter_graph_tensors(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _iter_graph_tensors(x)
+
+
+def _wrap(meta: Any, state: TraceState, op: Op, outputs: list[Value]) -> tuple[Any, Any]:
+    """(graph tensors mirroring `meta`, unpacking pattern of Values with None for non-tensor slots)."""
+    if isinstance(meta, Meta):
+        value = Value(state.fresh_name(op.name), meta.dtype, meta.shape, meta.device, meta.kind)
+        outputs.append(value)
+        return GraphTensor(value, state), value
+    if isinstance(meta, (list, tuple)) and not isinstance(meta, str):
+        pairs = [_wrap(m, state, op, outputs) for m in meta]
+        items = [p[0] for p in pairs]
+        return type(meta)(items), tuple(p[1] for p in pairs)
+    return meta, None
+
+
+# ----- the mode ---------------------------------------------------------------------------
+class _TracingMode(TorchFunctionMode):
+    """Sends every torch call made while tracing to `record` (metadata reads run at once)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if _contains_graph(args) or _contains_graph(kwargs):
+            return record(func, args, kwargs)
+        name = getattr(func, "__name__", "")
+        if name == "__get__":
+            owner = getattr(func, "__self__", None)
+            if getattr(owner, "__name__", None) not in ("T", "mT", "H", "mH", "real", "imag", "data"):
+                return func(*args, **kwargs)
+        elif name in _RUN_NOW:
+            return func(*args, **kwargs)
+        if _current.get() is None:
+            return func(*args, **kwargs)
+        return record(func, args, kwargs)
+
+
+# A global module hook tells a trace which modules ran, so their train()/eval() mode can
+# guard the trace. It is installed only while some thread traces.
+_hook_lock = threading.Lock()
+_hook_users = 0
+_hook_handle = None
+
+
+def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
+    state = _current.get()
+    if state is not None:
+        state.root.modules[id(module)] = module
+
+
+@contextmanager
+def tracing(graph: Graph) -> Iterator[TraceState]:
+    """Make `graph` the current trace of this thread; record torch calls into it."""
+    global _hook_users, _hook_handle
+    state = TraceState(graph)
+    token = _current.set(state)
+    with _hook_lock:
+        _hook_users += 1
+        if _hook_handle is None:
+            _hook_handle = torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook)
+    mode = _TracingMode()
+    try:
+        with mode:
+            yield state
+    finally:
+        state.closed = True
+        _current.reset(token)
+        with _hook_lock:
+            _hook_users -= 1
+            if _hook_users == 0 and _hook_handle is not None:
+                _hook_handle.remove()
+                _hook_handle = None
+
+
+@contextmanager
+def subtrace(graph: Graph, lift_outer: Callable[[GraphTensor], GraphTensor]) -> Iterator[TraceState]:
+    """Record into a sub-graph (a branch or loop body) of the current trace."""
+    parent = _current.get()
+    assert parent is not None, "bug in torch_autograph: subtrace outside a trace"
+    graph.parent = parent.graph
+    state = TraceState(graph, parent)
+    state.lift_outer = lift_outer
+    token = _current.set(state)
+    try:
+        yield state
+    finally:
+        state.closed = True
+        _current.reset(token)
+
+
+def module_guards(state: TraceState) -> tuple[tuple[weakref.ref, bool], ...]:
+    """(module, training flag) for every module that ran during the trace."""
+    return tuple((weakref.ref(m), m.training) for m in state.modules.values())
