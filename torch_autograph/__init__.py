@@ -10,11 +10,14 @@ Decorated functions are traced once per input signature into a graph that
 runs on PyTorch (CPU and CUDA) with gradients through torch.autograd.
 """
 
-from . import config, errors, nest
+from . import autograph, config, errors, nest, staging
 from .function import ConcreteFunction, Function, TraceEvent, function
 from .graph import GraphTensor
+from .ops import cond, print, while_loop
 from .shapes import shape
 from .signatures import TensorSpec
+
+staging.install()
 
 __all__ = [
     "ConcreteFunction",
@@ -22,11 +25,15 @@ __all__ = [
     "GraphTensor",
     "TensorSpec",
     "TraceEvent",
+    "autograph",
+    "cond",
     "config",
     "errors",
     "function",
     "nest",
+    "print",
     "shape",
+    "while_loop",
 ]
 
 __version__ = "0.1.0"

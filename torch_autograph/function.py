@@ -35,8 +35,9 @@ from . import nest
 from . import signatures as sig
 from .backends.torch_codegen import compile_graph
 from .config import _config
+from .errors import InvalidArgumentError
 from .graph import tracer
-from .graph.graph import Graph, Value
+from .graph.graph import Graph, Value, ValueKind
 from .graph.passes import eliminate_dead_code
 from .graph.tensor import GraphTensor
 from .signatures import Identity, Literal, Structure, TensorSpec
@@ -63,11 +64,12 @@ class TraceEvent:
 class _RetraceMonitor:
     """Counts calls and traces of one Python function, across every Function wrapping it."""
 
-    __slots__ = ("calls", "trace_calls", "warned", "__weakref__")
+    __slots__ = ("calls", "traces", "trace_calls", "warned", "__weakref__")
 
     def __init__(self) -> None:
         self.calls = 0
-        self.trace_calls: list[tuple[int, TraceEvent]] = []
+        self.traces = 0
+        self.trace_calls: list[tuple[int, TraceEvent]] = []  # (call number, event) of the last 5 traces
         self.warned = 0
 
 
@@ -243,7 +245,8 @@ def _as_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> torch.T
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {_short(value)}")
     if not spec.is_compatible_with(value):
-        raise TypeError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
+        # TensorFlow's InvalidArgumentError for a ConcreteFunction fed a tensor of the wrong type (SPEC item 31).
+        raise InvalidArgumentError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
                         f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
     return value
 
@@ -402,8 +405,8 @@ class Function:
             else:
                 return
         n_flat = sum(isinstance(x, TensorSpec) for x in _iter_type_leaves(cf._arg_types.values()))
-        if n_flat != len(positions):
-            return  # defaults hold tensors too: only the slow path binds them
+        if n_flat != len(positions) or id(cf) not in self._traces:
+            return  # defaults hold tensors too (only the slow path binds them), or cf was just evicted
         self._fast[tuple(key)] = (cf, None if len(positions) == len(args) else tuple(positions))
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -459,6 +462,7 @@ class Function:
             cf = self._trace(grad, types_, bound)
             self._by_key.setdefault(key, []).append(cf)
             self._traces[id(cf)] = cf
+            cf._last_used = self._monitor.calls + 1  # the newest trace is never the one evicted
             self._evict()
             self._fast = dict(self._fast)  # new dict: readers in other threads never see a resize
             self._record_trace(cf, reasons)
@@ -478,6 +482,10 @@ class Function:
 
     def _explain(self, grad: bool, types_: tuple) -> list[str]:
         if not self._traces:
+            others = self._monitor.traces
+            if others:  # e.g. ta.function(f) re-created in a loop, or another instance of a decorated method
+                return [f"first call of a new Function for {self._name}; other Function objects wrapping the "
+                        f"same Python function traced it {others} time{'s' if others > 1 else ''} before"]
             return ["first call"]
         last = next(reversed(self._traces.values()))
         reasons = []
@@ -509,7 +517,9 @@ class Function:
         self._history.append(event)
         logger.info("Tracing %s, %s", self._name, event)
         m = self._monitor
+        m.traces += 1
         m.trace_calls.append((m.calls, event))
+        del m.trace_calls[:-5]
         recent = m.trace_calls[-5:]
         if len(recent) == 5 and m.calls - recent[0][0] < 10 and m.warned < 2:
             m.warned += 1
@@ -707,7 +717,10 @@ def _finish_outputs(state: tracer.TraceState, graph: Graph, result: Any) -> Any:
 
     def leaf(x: Any) -> Any:
         if isinstance(x, GraphTensor):
-            return state.to_graph_tensor(x)
+            x = state.to_graph_tensor(x)
+            # A run-time Python number (e.g. x.size(0) of a None dim) comes back as a tensor, like a
+            # trace-time one below, so the output type does not depend on how much shape was known.
+            return torch.tensor(x) if x._value.kind is ValueKind.SCALAR else x
         if isinstance(x, torch.Tensor):
             return state.capture(x)
         if isinstance(x, (bool, int, float)):
@@ -725,15 +738,21 @@ def _add_user_frames(e: BaseException) -> None:
     """Attach an "in user code:" block with the user's frames to a trace-time error."""
     if getattr(e, "_ta_user_frames", False):
         return
-    frames = [f for f in traceback.extract_tb(e.__traceback__)
-              if not (f.filename.startswith(tracer._PACKAGE_DIR) or f.filename.startswith(tracer._TORCH_DIR))]
-    if not frames:
-        return
     lines = ["in user code:"]
-    for f in frames:
-        lines.append(f'    File "{f.filename}", line {f.lineno}, in {f.name}')
-        if f.line:
-            lines.append(f"        {f.line}")
+    for f in traceback.extract_tb(e.__traceback__):
+        loc = tracer.map_generated(f.filename, f.lineno)
+        if loc is not None:
+            filename, lineno, name, line = loc.filename, loc.lineno, loc.function or f.name, loc.line
+        elif f.filename.startswith(tracer._PACKAGE_DIR) or f.filename.startswith(tracer._TORCH_DIR) or \
+                f.filename.startswith("<"):
+            continue
+        else:
+            filename, lineno, name, line = f.filename, f.lineno, f.name, f.line
+        lines.append(f'    File "{filename}", line {lineno}, in {name}')
+        if line:
+            lines.append(f"        {line}")
+    if len(lines) == 1:
+        return
     try:
         e.add_note("\n".join(lines))
         e._ta_user_frames = True

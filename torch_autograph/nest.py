@@ -1,6 +1,7 @@
 """Flatten and pack nested structures: tuple, list, dict, namedtuple, dataclass.
 
-Leaves are everything else. Dicts flatten in sorted-key order (so `{1: a, 3: b}`
+Leaves are everything else, including dataclasses that declare themselves
+leaves with a true `_nest_leaf` class attribute (e.g. `TensorSpec`). Dicts flatten in sorted-key order (so `{1: a, 3: b}`
 and `{3: b, 1: a}` flatten alike) but are packed back in their original order.
 """
 
@@ -16,7 +17,8 @@ def is_namedtuple(obj: Any) -> bool:
 
 
 def is_dataclass_instance(obj: Any) -> bool:
-    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+    """A dataclass instance that nests (its fields are children), unless its class opts out with `_nest_leaf`."""
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type) and not getattr(obj, "_nest_leaf", False)
 
 
 def sorted_keys(d: dict) -> list:

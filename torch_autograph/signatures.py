@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -30,6 +30,8 @@ class TensorSpec:
 
     Example: `ta.TensorSpec([None, 4], torch.float32)` accepts any batch of 4-vectors.
     """
+
+    _nest_leaf: ClassVar[bool] = True  # a leaf for `nest`, not a structure of its fields
 
     shape: tuple[int | None, ...] | None
     dtype: torch.dtype = torch.float32

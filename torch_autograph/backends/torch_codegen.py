@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..graph.control_flow import CheckOp, CondOp, WhileOp, run_check
 from ..graph.graph import Graph, Node, OpKind, Value, qualified_name, render_call, render_pattern
 
 _counter = itertools.count()
@@ -121,13 +122,66 @@ def emit_nodes(w: CodeWriter, nodes: list[Node]) -> None:
 def emit_node(w: CodeWriter, node: Node) -> None:
     op = node.op
     if op.kind is OpKind.CONTROL:
-        op.target.generate(node, w)
+        _CONTROL_EMITTERS[type(op.target)](w, node)
         return
     call = render_call(node, w.arg, w.target(op.target) if op.kind is OpKind.FUNCTION else "")
     if node.pattern is None or not node.outputs:
         w.line(call, node.origin)
     else:
         w.line(f"{render_pattern(node.pattern, lambda v: v.name)} = {call}", node.origin)
+
+
+def _assign(w: CodeWriter, targets: Any, values: list, origin: Any = None) -> None:
+    if not targets:
+        return
+    lhs = ", ".join(v.name for v in targets) + ("," if len(targets) == 1 else "")
+    rhs = ", ".join(w.arg(v) for v in values) + ("," if len(values) == 1 else "")
+    w.line(f"{lhs} = {rhs}", origin)
+
+
+def _emit_cond(w: CodeWriter, node: Node) -> None:
+    true_g, false_g = node.subgraphs
+    w.line(f"if {w.arg(node.args[0])}:", node.origin)
+    for i, sub in enumerate((true_g, false_g)):
+        if i == 1:
+            w.line("else:")
+        with w.indented():
+            emit_nodes(w, sub.nodes)
+            _assign(w, node.outputs, sub.outputs)
+            if not sub.nodes and not node.outputs:
+                w.line("pass")
+
+
+def _emit_while(w: CodeWriter, node: Node) -> None:
+    op = node.op.target
+    cond_g, body_g = node.subgraphs
+    _assign(w, op.loop_vars, list(node.args[0]), node.origin)
+    counter = None
+    if op.maximum_iterations is not None:
+        counter = w.global_name(object(), "n").replace("_n", "_count")
+        w.line(f"{counter} = 0")
+    w.line("while True:", node.origin)
+    with w.indented():
+        if counter is not None:
+            w.line(f"if {counter} >= {w.arg(op.maximum_iterations)}:")
+            with w.indented():
+                w.line("break")
+            w.line(f"{counter} += 1")
+        emit_nodes(w, cond_g.nodes)
+        w.line(f"if not {w.arg(cond_g.outputs[0])}:")
+        with w.indented():
+            w.line("break")
+        emit_nodes(w, body_g.nodes)
+        _assign(w, op.loop_vars, body_g.outputs)
+    _assign(w, node.outputs, list(op.loop_vars))
+
+
+def _emit_check(w: CodeWriter, node: Node) -> None:
+    fn = w.global_name(run_check, "check")
+    w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r})", node.origin)
+
+
+_CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check}
 
 
 def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True) -> tuple[str, dict[str, Any]]:

@@ -169,7 +169,7 @@ _INFIX = {
     operator.rshift: ">>", operator.lt: "<", operator.le: "<=", operator.gt: ">",
     operator.ge: ">=", operator.eq: "==", operator.ne: "!=",
 }
-_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
+_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
 
 
 def render_call(node: Node, render_arg: Callable[[Any], str], target_name: str) -> str:
@@ -316,6 +316,12 @@ class Graph:
         return lines
 
     def _node_text(self, node: Node) -> str:
+        if node.op.kind is OpKind.CONTROL:
+            call = f"{node.op.name}({_print_arg(node.args[0])}{node.op.target.describe_extra()})"
+            if node.outputs:
+                lhs = ", ".join(f"%{v.name}: {v.type_str()}" for v in node.outputs)
+                return f"{lhs} = {call}"
+            return call
         call = render_call(node, _print_arg, qualified_name(node.op.target) if node.op.kind is OpKind.FUNCTION else "")
         if node.grad_enabled is not None:
             call += f"  [grad {'on' if node.grad_enabled else 'off'}]"

@@ -47,13 +47,15 @@ class ShapeInference:
         """The output structure of `func(*args, **kwargs)` with `Meta` leaves.
 
         `args`/`kwargs` hold `Value`s where graph values go. Non-tensor outputs
-        that depend only on metadata come back as Python values.
+        that depend only on metadata come back as Python values. `device_hint`
+        is the device of outputs of ops with no tensor input and no `device=`
+        (factories such as `torch.zeros(3)`): the default device.
 
         Raises:
             DataDependentValue: the op returns a Python value computed from data.
             Exception: whatever torch raises for invalid arguments (a user error).
         """
-        key = _memo_key(func, args, kwargs)
+        key = _memo_key(func, args, kwargs, device_hint)
         if key is not None:
             hit = self._memo.get(key)
             if hit is not None:
@@ -68,8 +70,15 @@ class ShapeInference:
         unknown = any(v.kind is ValueKind.SCALAR or v.shape is None or None in v.shape for v in values)
         unknown_rank = any(v.kind is ValueKind.TENSOR and v.shape is None for v in values)
         device = _output_device(func, args, kwargs, values, device_hint)
+        scalars = any(v.kind is ValueKind.SCALAR for v in values)
         try:
-            runs = [_run(func, args, kwargs, s, "meta") for s in (_SENTINELS if unknown else _SENTINELS[:1])]
+            try:
+                runs = [_run(func, args, kwargs, s, "meta") for s in (_SENTINELS if unknown else _SENTINELS[:1])]
+            except (IndexError, RuntimeError, ValueError):
+                if not scalars:
+                    raise
+                # A run-time scalar used as an index: retry with small scalar sentinels.
+                runs = [_run(func, args, kwargs, s, "meta", scalar) for s, scalar in zip(_SENTINELS, (0, 1))]
         except (NotImplementedError, RuntimeError) as meta_error:
             if not _looks_data_dependent(meta_error):
                 raise
@@ -97,9 +106,9 @@ def _iter_values(obj: Any):
         yield from _iter_values((obj.start, obj.stop, obj.step))
 
 
-def _memo_key(func: Callable, args: tuple, kwargs: dict) -> Any:
+def _memo_key(func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
     try:
-        key = (func, _key_of(args), _key_of(kwargs))
+        key = (func, _key_of(args), _key_of(kwargs), device_hint)
         hash(key)
         return key
     except TypeError:
@@ -120,10 +129,10 @@ def _key_of(obj: Any) -> Any:
     return (type(obj), obj)
 
 
-def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None) -> Any:
+def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None, scalar: int | None = None) -> Any:
     if isinstance(obj, Value):
         if obj.kind is ValueKind.SCALAR:
-            return _SCALAR_TYPES.get(obj.dtype, int)(sentinel)
+            return _SCALAR_TYPES.get(obj.dtype, int)(sentinel if scalar is None else scalar)
         shape = tuple(sentinel if d is None else d for d in (obj.shape if obj.shape is not None else (sentinel,)))
         t = torch.zeros(shape, dtype=obj.dtype, device=device)
         if fill == "varied":
@@ -134,12 +143,12 @@ def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None) 
                 t = (torch.arange(n) % 7 + 1).reshape(shape).to(obj.dtype)
         return t
     if isinstance(obj, (list, tuple)):
-        items = [_materialize(x, sentinel, device, fill) for x in obj]
+        items = [_materialize(x, sentinel, device, fill, scalar) for x in obj]
         return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
     if isinstance(obj, dict):
-        return {k: _materialize(v, sentinel, device, fill) for k, v in obj.items()}
+        return {k: _materialize(v, sentinel, device, fill, scalar) for k, v in obj.items()}
     if isinstance(obj, slice):
-        return slice(*(_materialize(x, sentinel, device, fill) for x in (obj.start, obj.stop, obj.step)))
+        return slice(*(_materialize(x, sentinel, device, fill, scalar) for x in (obj.start, obj.stop, obj.step)))
     return obj
 
 
@@ -154,8 +163,9 @@ def _strip_device(func: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dic
     return args, kwargs
 
 
-def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str) -> Any:
-    a, k = _strip_device(func, _materialize(args, sentinel, device), _materialize(kwargs, sentinel, device))
+def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str, scalar: int | None = None) -> Any:
+    a, k = _strip_device(func, _materialize(args, sentinel, device, None, scalar),
+                         _materialize(kwargs, sentinel, device, None, scalar))
     if func in (torch.Tensor.cuda, torch.Tensor.cpu):
         return a[0].clone()
     return func(*a, **k)

@@ -55,6 +55,15 @@ def register_origin_mapper(fn: Callable[[str, int], SourceLocation | None]) -> N
         _origin_mappers.append(fn)
 
 
+def map_generated(filename: str, lineno: int) -> SourceLocation | None:
+    """The user's line for a line of generated code (AutoGraph output), if it is one."""
+    for mapper in _origin_mappers:
+        loc = mapper(filename, lineno)
+        if loc is not None:
+            return loc
+    return None
+
+
 def user_location(skip_packages: bool = True) -> SourceLocation | None:
     """The innermost frame of user code: outside torch_autograph and torch."""
     f = sys._getframe(1)
@@ -226,8 +235,9 @@ def _classify(func: Callable) -> tuple[Op, Callable, bool]:
         return hit
     name = getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
-    if name == "__get__" and owner is not None and type(owner).__name__ == "getset_descriptor":
-        attr = owner.__name__
+    descriptor = getattr(func, "__self__", None) if name == "__get__" else None  # `x.T` is `Tensor.T.__get__(x)`
+    if type(descriptor).__name__ == "getset_descriptor":
+        attr = descriptor.__name__
         result = (Op(OpKind.GETATTR, attr, attr), func, False)
     elif name.startswith("__") and name.endswith("__"):
         core = name[2:-2]
@@ -291,7 +301,7 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         op = Op(op.kind, op.target, op.name, stateful=True)
     try:
         with torch._C.DisableTorchFunction():
-            meta = _shape_inference.infer(infer_fn, vargs, vkwargs, None)
+            meta = _shape_inference.infer(infer_fn, vargs, vkwargs, torch.get_default_device())
     except DataDependentValue:
         loc = user_location()
         raise OperatorNotAllowedInGraphError(
@@ -314,6 +324,26 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
         return None
     return result
+
+
+def record_with_meta(op: Op, args: tuple, kwargs: dict, meta: Meta) -> GraphTensor:
+    """Record an op whose output metadata the caller knows (e.g. `int(t)`, which has no meta kernel)."""
+    state = _current.get()
+    if state is None:
+        raise AssertionError("bug in torch_autograph: record_with_meta() outside a trace")
+    vargs = state.to_value(tuple(args))
+    vkwargs = state.to_value(kwargs) if kwargs else {}
+    outputs: list[Value] = []
+    result, pattern = _wrap(meta, state, op, outputs)
+    grad = torch.is_grad_enabled()
+    state.graph.nodes.append(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
+                                  grad_enabled=None if grad == state.entry_grad else grad))
+    return result
+
+
+def call_python(fn: Callable, *args: Any) -> Any:
+    """Record a call of a plain Python function on run-time Python numbers (e.g. `len(range(a, b))`)."""
+    return record(fn, args, {})
 
 
 def _values(obj: Any) -> list[Value]:
@@ -416,6 +446,16 @@ def subtrace(graph: Graph, lift_outer: Callable[[GraphTensor], GraphTensor]) -> 
         yield state
     finally:
         state.closed = True
+        _current.reset(token)
+
+
+@contextmanager
+def reenter(state: TraceState) -> Iterator[TraceState]:
+    """Record into an existing sub-trace again (e.g. to convert a branch output after both branches ran)."""
+    token = _current.set(state)
+    try:
+        yield state
+    finally:
         _current.reset(token)
 
 

@@ -1,0 +1,241 @@
+"""Public entry points: convert, converted_call, to_code, to_graph, do_not_convert.
+
+The lead's `Function` calls `convert(python_function)` once, then calls the
+result while tracing; every call inside converted code goes through
+`converted_call`, which converts user functions on first use (cached by code
+object) and leaves library code alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import types
+import warnings
+from typing import Any, Callable, Optional
+
+from torch_autograph import errors
+from torch_autograph.autograph import conversion, experimental, operators
+from torch_autograph.autograph.operators import py_builtins
+from torch_autograph.autograph.pyct import loader, parser
+
+# Module names (first component) whose functions are never converted: decided
+# by name so that nothing has to be imported.
+_NEVER_CONVERT = frozenset({"torch", "numpy", "torch_autograph", "functorch", "builtins",
+                            "gast", "pytest", "_pytest", "hypothesis", "scipy", "pandas",
+                            "matplotlib", "PIL"}) | frozenset(sys.stdlib_module_names)
+_NEVER_CONVERT_NAMES = frozenset({"__next__", "__iter__", "__enter__", "__exit__",
+                                  "__aenter__", "__aexit__", "__init__", "__new__"})
+_GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+                    | inspect.CO_ITERABLE_COROUTINE)
+_DO_NOT_CONVERT = "__autograph_do_not_convert__"
+_MAX_INSTANCES = 4096
+
+
+def _make_ag_module() -> types.ModuleType:
+    """The one namespace generated code sees, as `ag__`."""
+    ag = types.ModuleType("ag__", "The AutoGraph runtime as seen by generated code.")
+    for name in operators.__all__:
+        setattr(ag, name, getattr(operators, name))
+    ag.converted_call = converted_call
+    ag.set_loop_options = experimental.set_loop_options
+    return ag
+
+
+class ConversionCache:
+    """Converted templates by code object, and converted functions by function object.
+
+    A template (the expensive part) is shared by every function object with
+    the same code; a converted function is the template bound to one
+    function's closure and globals. Entries are validated by identity of
+    code, closure, globals and defaults, so a recycled `id` never serves a
+    stale conversion.
+    """
+
+    def __init__(self) -> None:
+        self.templates: dict[types.CodeType, Any] = {}
+        self.instances: dict[int, tuple] = {}
+
+    def clear(self) -> None:
+        self.templates.clear()
+        self.instances.clear()
+
+
+_cache = ConversionCache()
+
+
+def _is_library(fn: types.FunctionType) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module.partition(".")[0] in _NEVER_CONVERT
+
+
+def _convertible(fn: types.FunctionType) -> bool:
+    code = fn.__code__
+    return not (getattr(fn, _DO_NOT_CONVERT, False) or _is_library(fn)
+                or code.co_flags & _GENERATOR_FLAGS
+                or code.co_name in _NEVER_CONVERT_NAMES
+                or code.co_filename.startswith("<autograph "))
+
+
+def _warn_unconverted(fn: Callable, cause: BaseException) -> None:
+    warnings.warn(
+        f"AutoGraph could not transform {fn!r} and will run it as-is.\n"
+        f"Cause: {cause}\n"
+        "To silence this warning, decorate the function with "
+        "@ta.autograph.experimental.do_not_convert", stacklevel=4)
+
+
+def _template(fn: types.FunctionType, strict: bool) -> Optional[conversion.ConvertedEntity]:
+    code = fn.__code__
+    entry = _cache.templates.get(code)
+    if entry is None:
+        try:
+            entry = conversion.convert_entity(fn, AG)
+        except errors.ConversionError as e:
+            entry = e
+            if not strict:
+                _warn_unconverted(fn, e)
+        _cache.templates[code] = entry
+    if isinstance(entry, errors.ConversionError):
+        if strict:
+            raise entry
+        return None
+    return entry
+
+
+def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.FunctionType:
+    """The converted version of `fn`, or `fn` itself if it is not to be converted."""
+    entry = _cache.instances.get(id(fn))
+    if (entry is not None and entry[0] is fn.__code__ and entry[1] is fn.__closure__
+            and entry[2] is fn.__globals__ and entry[3] is fn.__defaults__):
+        return entry[4]
+    converted = fn
+    if _convertible(fn):
+        template = _template(fn, strict)
+        if template is not None:
+            converted = loader.rebind(template.template, fn, {"ag__": AG})
+    elif strict and getattr(fn, _DO_NOT_CONVERT, False) is False and _is_library(fn):
+        pass  # library code runs as-is; not an error
+    if len(_cache.instances) >= _MAX_INSTANCES:
+        _cache.instances.clear()
+    _cache.instances[id(fn)] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__,
+                                converted)
+    return converted
+
+
+def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> Any:
+    """Calls `f(*args, **kwargs)`, converting `f` first if it is user code.
+
+    Builtins with staged overloads (len, range, ...) go to the overloads;
+    functions and methods of user modules are converted (cached); library
+    functions, builtins, classes, generators and objects marked with
+    `__autograph_do_not_convert__` are called as they are.
+    """
+    overload = py_builtins.BUILTIN_OVERLOADS.get(id(f))
+    if overload is not None:
+        f = overload
+    else:
+        t = type(f)
+        if t is types.FunctionType:
+            f = _converted_function(f)
+        elif t is types.MethodType:
+            fn = f.__func__
+            if type(fn) is types.FunctionType:
+                converted = _converted_function(fn)
+                if converted is not fn:
+                    return converted(f.__self__, *args, **kwargs) if kwargs else converted(
+                        f.__self__, *args)
+        elif t is not types.BuiltinFunctionType and t is not type and not getattr(
+                f, _DO_NOT_CONVERT, False):
+            call = getattr(t, "__call__", None)
+            if type(call) is types.FunctionType:
+                converted = _converted_function(call)
+                if converted is not call:
+                    return converted(f, *args, **kwargs) if kwargs else converted(f, *args)
+    return f(*args, **kwargs) if kwargs else f(*args)
+
+
+def _unwrap(f: Any) -> tuple[types.FunctionType, Any]:
+    """(plain function, bound self or None) behind a function, method, callable or Function."""
+    if hasattr(f, "python_function"):
+        f = f.python_function
+    if isinstance(f, types.MethodType):
+        return f.__func__, f.__self__
+    if isinstance(f, types.FunctionType):
+        return f, None
+    call = getattr(type(f), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return call, f
+    raise TypeError(f"cannot convert {f!r}: expected a Python function, method or callable "
+                    "object")
+
+
+def convert(f: Callable, *, strict: bool = False) -> Callable:
+    """Returns the converted form of `f` (function, bound method or callable object).
+
+    Objects marked `__autograph_do_not_convert__` and library functions come
+    back unchanged. With `strict=False` (what `ta.function` uses) a function
+    that cannot be converted (no source, unsupported syntax) runs as-is
+    after one warning; with `strict=True` that raises ConversionError.
+    """
+    if getattr(f, _DO_NOT_CONVERT, False):
+        return f
+    fn, self_ = _unwrap(f)
+    converted = _converted_function(fn, strict)
+    if converted is fn:
+        return f
+    return converted if self_ is None else types.MethodType(converted, self_)
+
+
+def to_graph(f: Callable) -> Callable:
+    """The converted Python function for `f`; callable with plain or graph values.
+
+    Raises:
+        ConversionError: when `f` cannot be converted.
+    """
+    fn, self_ = _unwrap(f)
+    if not _convertible(fn) and not getattr(fn, _DO_NOT_CONVERT, False):
+        # Library functions are never converted, but to_graph on one is an explicit request.
+        pass
+    template = _template(fn, strict=True)
+    converted = loader.rebind(template.template, fn, {"ag__": AG})
+    return converted if self_ is None else types.MethodType(converted, self_)
+
+
+def to_code(f: Callable) -> str:
+    """The converted source of `f`: valid Python, with a provenance comment.
+
+    Accepts a function, a method, a callable object or anything with a
+    `python_function` attribute (a `ta.function`).
+
+    Raises:
+        ConversionError: when `f` cannot be converted.
+    """
+    fn, _ = _unwrap(f)
+    return _template(fn, strict=True).source
+
+
+def do_not_convert(func: Optional[Callable] = None) -> Callable:
+    """Decorator (or factory, `@do_not_convert()`) making `func` always run unconverted.
+
+    Inside a traced function, tensor-dependent control flow in such a
+    function raises OperatorNotAllowedInGraphError.
+    """
+    if func is None:
+        return do_not_convert
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    setattr(wrapper, _DO_NOT_CONVERT, True)
+    return wrapper
+
+
+def clear_cache() -> None:
+    """Forgets every conversion (tests; or after editing source in a live session)."""
+    _cache.clear()
+
+
+AG = _make_ag_module()

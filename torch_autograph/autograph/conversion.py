@@ -1,0 +1,128 @@
+"""The conversion pipeline: parse a function, run the converters, load the result.
+
+    convert_entity(fn) -> ConvertedEntity(template, source, filename)
+
+`template` is the converted function compiled inside a factory whose
+parameters are `ag__` and the original's free variables; `api.py` rebinds it
+to each original function's closure and globals (see `loader.rebind`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import types
+from typing import Any, Callable
+
+import gast
+
+from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
+                                                  conditional_expressions, continue_statements,
+                                                  control_flow, directives, functions, lists,
+                                                  logical_expressions, return_statements,
+                                                  variables)
+from torch_autograph.autograph.pyct import (loader, naming, origin_info, parser, templates,
+                                            transformer)
+
+# Scope-level rewrites run per function (nested defs first), expression-level
+# rewrites once over the whole tree. Order matters: jumps are lowered before
+# control flow; logical/ternary rewrites run last so control_flow sees plain
+# Python expressions.
+_PER_SCOPE_EARLY = (break_statements, continue_statements, return_statements)
+_WHOLE_TREE = (asserts, lists, call_trees)
+_PER_SCOPE_LATE = (variables, control_flow)
+_WHOLE_TREE_LATE = (conditional_expressions, logical_expressions)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertedEntity:
+    """The result of converting one code object.
+
+    Attributes:
+        template: the converted function with placeholder closure/globals.
+        source: the text `to_code` returns (provenance comment + def).
+        filename: the generated module's pseudo-filename (in linecache).
+    """
+
+    template: types.FunctionType
+    source: str
+    filename: str
+
+
+def _display_path(filename: str) -> str:
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if rel.startswith("..") else rel
+
+
+def _namespace_of(fn: types.FunctionType) -> Callable[[str], Any]:
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    builtins_ = fn.__globals__.get("__builtins__", {})
+    if isinstance(builtins_, types.ModuleType):
+        builtins_ = vars(builtins_)
+
+    def resolve(name: str) -> Any:
+        if name in cells:
+            try:
+                return cells[name].cell_contents
+            except ValueError:
+                return transformer.MISSING
+        if name in fn.__globals__:
+            return fn.__globals__[name]
+        return builtins_.get(name, transformer.MISSING)
+
+    return resolve
+
+
+def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> gast.FunctionDef:
+    """Runs every converter over the parsed function; returns the converted FunctionDef."""
+    node = functions.transform(node, ctx)
+    directives.transform(node, ctx)
+    for conv in _PER_SCOPE_EARLY:
+        transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
+    for conv in _WHOLE_TREE:
+        conv.transform(node, ctx)
+    for conv in _PER_SCOPE_LATE:
+        transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
+    for conv in _WHOLE_TREE_LATE:
+        conv.transform(node, ctx)
+    return node
+
+
+def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
+    """Converts `fn` (a plain function or lambda).
+
+    Raises:
+        parser.SourceNotFoundError, errors.ConversionError.
+    """
+    parsed = parser.parse_entity(fn)
+    code = fn.__code__
+    namer = naming.Namer.for_tree(parsed.node)
+    for reserved in ("ag__",) + code.co_freevars:
+        namer.reserve(reserved)
+    name = code.co_name if code.co_name.isidentifier() else namer.new_symbol("lambda_")
+    ctx = transformer.ConversionContext(namer, parsed.filename, name, _namespace_of(fn))
+    node = transform_function(parsed.node, ctx)
+
+    factory_name = namer.new_symbol("create_converted_entity")
+    (factory,) = templates.replace("def factory(params):\n    body\n    return fname",
+                                   factory=factory_name, params=["ag__", *code.co_freevars],
+                                   body=[node], fname=node.name)
+    transformer.copy_location(factory, node)
+    module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
+    ast.fix_missing_locations(module)
+    provenance = (f"# converted from {fn.__name__} "
+                  f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
+    source = provenance + "\n" + ast.unparse(module) + "\n"
+    filename = loader.generated_filename(
+        name, f"{parsed.filename}:{code.co_firstlineno}:{code.co_name}:{source}")
+    line_map = origin_info.build_line_map(module, ast.parse(source), parsed.filename,
+                                          fn.__name__)
+    origin_info.register(filename, line_map)
+    namespace = loader.load_source(source, filename)
+    template = namespace[factory_name](ag_module, *([None] * len(code.co_freevars)))
+    to_code = provenance + "\n" + ast.unparse(module.body[0].body[0]) + "\n"
+    return ConvertedEntity(template, to_code, filename)

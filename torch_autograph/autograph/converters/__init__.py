@@ -1,0 +1,1 @@
+"""One module per rewrite; `api.py` runs them in order (see `pipeline.py`)."""

@@ -1,0 +1,46 @@
+"""Routes every call through `ag__.converted_call` so called functions get converted too.
+
+    y = f(x, *rest, k=1)  ->  y = ag__.converted_call(f, (x, *rest), {'k': 1})
+    z = g()               ->  z = ag__.converted_call(g, (), None)
+
+Calls that must see the caller's frame or that only make sense as
+written stay as they are: `print`, `super`, `locals`, `globals`, `vars`,
+`dir`, `eval`, `exec`, and the generated `ag__.*` calls.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from torch_autograph.autograph.pyct import transformer
+
+# As TF: these either inspect the calling frame (super, locals, ...) or are
+# trace-time side effects users expect verbatim (print).
+UNCONVERTED_NAMES = frozenset({"print", "super", "locals", "globals", "vars", "dir", "eval",
+                               "exec", "breakpoint", "__import__"})
+
+
+class _CallTreeTransformer(gast.NodeTransformer):
+    def visit_Call(self, node: gast.Call) -> gast.expr:
+        self.generic_visit(node)
+        if transformer.is_ag_call(node):
+            return node
+        if isinstance(node.func, gast.Name) and node.func.id in UNCONVERTED_NAMES:
+            return node
+        args = gast.Tuple(elts=node.args, ctx=gast.Load())
+        if node.keywords:
+            kwargs = gast.Dict(
+                keys=[transformer.constant(k.arg) if k.arg is not None else None
+                      for k in node.keywords],
+                values=[k.value for k in node.keywords])
+        else:
+            kwargs = transformer.constant(None)
+        func = gast.Attribute(value=transformer.name("ag__"), attr="converted_call",
+                              ctx=gast.Load())
+        new = gast.Call(func=func, args=[node.func, args, kwargs], keywords=[])
+        return gast.copy_location(new, node)
+
+
+def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
+    t = _CallTreeTransformer()
+    fn.body = [t.visit(s) for s in fn.body]

@@ -1,0 +1,46 @@
+"""Lowers `continue` into a flag that guards the rest of the loop body.
+
+    for x in xs:                      for x in xs:
+        if x < 0:                         continue_ = False
+            continue          ->          if x < 0:
+        s += x                                continue_ = True
+                                          if not continue_:
+                                              s += x
+"""
+
+from __future__ import annotations
+
+import gast
+
+from torch_autograph.autograph.converters import jumps
+from torch_autograph.autograph.pyct import transformer
+
+
+class _ContinueTransformer(gast.NodeTransformer):
+    def __init__(self, ctx: transformer.ConversionContext):
+        self.ctx = ctx
+
+    def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
+        return node
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def _visit_loop(self, node: gast.stmt) -> gast.stmt:
+        self.generic_visit(node)
+        if not any(jumps.contains(s, gast.Continue, False) for s in node.body):
+            return node
+        flag = self.ctx.namer.new_symbol("continue_")
+        lowering = jumps.Lowering(gast.Continue, flag,
+                                  lambda s: [transformer.assign(flag, transformer.constant(True))])
+        reset = transformer.copy_location(
+            transformer.assign(flag, transformer.constant(False)), node.body[0])
+        node.body = [reset] + lowering.block(node.body)
+        return node
+
+    visit_While = visit_For = visit_AsyncFor = _visit_loop
+
+
+def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
+    """Lowers the continues of `fn`'s own scope in place."""
+    t = _ContinueTransformer(ctx)
+    fn.body = [t.visit(s) for s in fn.body]

@@ -1,0 +1,63 @@
+"""Converts `and`/`or`/`not` and chained comparisons into lazy operator calls.
+
+    a and b or not c   ->  ag__.or_(ag__.and_(a, lambda: b), lambda: ag__.not_(c))
+    0 < x < n          ->  ag__.and_(0 < x, lambda: x < n)
+    0 < f(y) < n       ->  ag__.and_(0 < (cmp_ := f(y)), lambda: cmp_ < n)
+
+The right operands stay lazy (thunks), preserving short-circuiting; a middle
+operand of a chain that is not a plain name or constant is evaluated once
+through a named temporary, as Python does.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from torch_autograph.autograph.pyct import templates, transformer
+
+
+class _LogicalTransformer(gast.NodeTransformer):
+    def __init__(self, ctx: transformer.ConversionContext):
+        self.ctx = ctx
+
+    def visit_BoolOp(self, node: gast.BoolOp) -> gast.expr:
+        self.generic_visit(node)
+        op = "ag__.and_" if isinstance(node.op, gast.And) else "ag__.or_"
+        result = node.values[-1]
+        for left in reversed(node.values[:-1]):
+            result = templates.replace_as_expression(f"{op}(left, lambda: right)",
+                                                     left=left, right=result)
+        return transformer.copy_location(result, node)
+
+    def visit_UnaryOp(self, node: gast.UnaryOp) -> gast.expr:
+        self.generic_visit(node)
+        if not isinstance(node.op, gast.Not):
+            return node
+        new = templates.replace_as_expression("ag__.not_(operand)", operand=node.operand)
+        return transformer.copy_location(new, node)
+
+    def visit_Compare(self, node: gast.Compare) -> gast.expr:
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        operands = [node.left] + list(node.comparators)
+        compares = []
+        for i, op in enumerate(node.ops):
+            left, right = operands[i], operands[i + 1]
+            if i > 0:
+                left = operands[i]  # the temp / plain operand prepared below
+            if i + 1 < len(operands) - 1 and not isinstance(right, (gast.Name, gast.Constant)):
+                tmp = self.ctx.namer.new_symbol("cmp_")
+                operands[i + 1] = transformer.name(tmp)
+                right = gast.NamedExpr(target=transformer.name(tmp, gast.Store), value=right)
+            compares.append(gast.Compare(left=left, ops=[op], comparators=[right]))
+        result = compares[-1]
+        for left in reversed(compares[:-1]):
+            result = templates.replace_as_expression("ag__.and_(left, lambda: right)",
+                                                     left=left, right=result)
+        return transformer.copy_location(result, node)
+
+
+def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
+    t = _LogicalTransformer(ctx)
+    fn.body = [t.visit(s) for s in fn.body]

@@ -1,0 +1,23 @@
+"""The runtime that generated code calls as `ag__.<name>` (no torch here)."""
+
+from torch_autograph.autograph.operators.control_flow import (
+    check_branch_outputs, for_stmt, if_exp, if_stmt, loop_var_error, undefined_names, while_stmt)
+from torch_autograph.autograph.operators.dispatch import (
+    StagingBackend, current_backend, is_staged, register_backend)
+from torch_autograph.autograph.operators.lists import list_append, list_pop, new_list
+from torch_autograph.autograph.operators.logical import and_, assert_stmt, not_, or_
+from torch_autograph.autograph.operators.py_builtins import (
+    BUILTIN_OVERLOADS, LazyEnumerate, LazyIterable, LazyRange, LazyZip, abs_, all_, any_,
+    enumerate_, float_, int_, isinstance_, len_, max_, min_, range_, sorted_, sum_, zip_)
+from torch_autograph.autograph.operators.variables import (
+    Undefined, UndefinedReturnValue, is_undefined, ld, retval)
+
+__all__ = [
+    "StagingBackend", "register_backend", "current_backend", "is_staged",
+    "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
+    "loop_var_error", "and_", "or_", "not_", "assert_stmt", "list_append", "list_pop", "new_list",
+    "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",
+    "LazyIterable", "LazyRange", "LazyEnumerate", "LazyZip", "BUILTIN_OVERLOADS",
+    "len_", "int_", "float_", "abs_", "min_", "max_", "sum_", "any_", "all_", "sorted_",
+    "isinstance_", "range_", "enumerate_", "zip_",
+]

@@ -1,0 +1,53 @@
+"""Runtime of converted `and`, `or`, `not` and `assert`.
+
+`a and b` becomes `ag__.and_(a, lambda: b)`: the right operand stays lazy,
+so short-circuiting and the returned operand are exactly Python's when the
+left operand is a plain value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from torch_autograph.autograph.operators import dispatch
+
+_registry = dispatch._registry
+_PLAIN = dispatch.PLAIN_TYPES
+
+
+def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
+    """`left and right`."""
+    b = _registry.backend
+    if b is None or type(left) in _PLAIN or not b.is_staged(left):
+        # Python returns the first falsy operand, else the last one.
+        return right_thunk() if left else left
+    return b.and_(left, right_thunk, dispatch.caller_origin())
+
+
+def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
+    """`left or right`."""
+    b = _registry.backend
+    if b is None or type(left) in _PLAIN or not b.is_staged(left):
+        return left if left else right_thunk()
+    return b.or_(left, right_thunk, dispatch.caller_origin())
+
+
+def not_(value: Any) -> Any:
+    """`not value`."""
+    b = _registry.backend
+    if b is None or type(value) in _PLAIN or not b.is_staged(value):
+        return not value
+    return b.not_(value, dispatch.caller_origin())
+
+
+def assert_stmt(cond: Any, msg_thunk: Optional[Callable[[], Any]] = None) -> None:
+    """`assert cond, msg`: AssertionError for plain values; a run-time check when staged."""
+    b = _registry.backend
+    if b is None or type(cond) in _PLAIN or not b.is_staged(cond):
+        if not cond:
+            if msg_thunk is None:
+                raise AssertionError
+            raise AssertionError(msg_thunk())
+        return None
+    b.assert_(cond, msg_thunk, dispatch.caller_origin())
+    return None

@@ -1,0 +1,1 @@
+"""Python code tools: parse, annotate, analyse, generate and load source (no torch)."""

@@ -1,0 +1,55 @@
+"""Annotations attached to AST nodes, keyed by enum members.
+
+Converters and analyses communicate through these instead of ad-hoc node
+attributes, so every key in use is listed here.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+_ANNO_ATTR = "___ta_anno"
+
+
+class Basic(enum.Enum):
+    """Keys set by the converters themselves."""
+
+    SKIP_PROCESSING = "the node was generated; converters leave it alone"
+    EXTRA_LOOP_TEST = "an expression and-ed into a for loop's test (break/return flags)"
+    LOOP_OPTIONS = "dict of option name -> expression node, from set_loop_options"
+
+
+class Static(enum.Enum):
+    """Keys set by static analysis (recomputed before the converters that need them)."""
+
+    LIVE_OUT = "frozenset of names live right after the statement"
+    LIVE_IN = "frozenset of names live right before the statement"
+    BODY_LIVE_IN = "frozenset of names live at the start of a loop body / branch"
+    ORELSE_LIVE_IN = "frozenset of names live at the start of an else branch"
+    MAYBE_DEFINED_IN = "frozenset of names some definition of which may reach the statement"
+    MAYBE_UNDEFINED = "True on a Name load that no definition reaches on every path"
+    MODIFIED = "frozenset of names the statement assigns (any depth, same scope)"
+    READ = "frozenset of names the statement reads (any depth, same scope)"
+
+
+def getanno(node: Any, key: enum.Enum, default: Any = None) -> Any:
+    """Returns the annotation `key` of `node`, or `default`."""
+    return getattr(node, _ANNO_ATTR, {}).get(key, default)
+
+
+def hasanno(node: Any, key: enum.Enum) -> bool:
+    return key in getattr(node, _ANNO_ATTR, {})
+
+
+def setanno(node: Any, key: enum.Enum, value: Any) -> None:
+    annos = getattr(node, _ANNO_ATTR, None)
+    if annos is None:
+        annos = {}
+        setattr(node, _ANNO_ATTR, annos)
+        # gast/ast nodes list their fields; the annotation must not become one.
+    annos[key] = value
+
+
+def delanno(node: Any, key: enum.Enum) -> None:
+    getattr(node, _ANNO_ATTR, {}).pop(key, None)

@@ -1,0 +1,107 @@
+"""Liveness analysis: which names may be read later, before being reassigned.
+
+Runs after break/continue/return have been lowered, so control flow is
+structured (if / while / for / try / with) and a backward pass over the
+statement lists, with a fixpoint per loop, is exact enough. Results are
+annotated on If/While/For nodes (anno.Static.LIVE_OUT, BODY_LIVE_IN,
+ORELSE_LIVE_IN); control_flow uses them to choose branch outputs and loop
+variables. Nested function bodies are analysed when they are converted.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import gast
+
+from torch_autograph.autograph.pyct import activity, anno
+
+_Static = anno.Static
+
+
+class _Liveness:
+    def __init__(self, always_live: frozenset):
+        # Names captured by nested defs may be read whenever those run.
+        self.always_live = always_live
+        self._act_cache: dict[int, activity.Activity] = {}
+
+    def act(self, node: gast.AST) -> activity.Activity:
+        key = id(node)
+        a = self._act_cache.get(key)
+        if a is None:
+            a = self._act_cache[key] = activity.activity_of(node)
+        return a
+
+    def block(self, stmts: Iterable[gast.stmt], live_out: frozenset) -> frozenset:
+        live = live_out
+        for s in reversed(list(stmts)):
+            live = self.stmt(s, live)
+        return live
+
+    def stmt(self, s: gast.stmt, live_out: frozenset) -> frozenset:
+        live_out = live_out | self.always_live
+        if isinstance(s, gast.If):
+            t = self.block(s.body, live_out)
+            e = self.block(s.orelse, live_out)
+            anno.setanno(s, _Static.LIVE_OUT, live_out)
+            anno.setanno(s, _Static.BODY_LIVE_IN, t)
+            anno.setanno(s, _Static.ORELSE_LIVE_IN, e)
+            return frozenset(self.act(s.test).read) | t | e
+        if isinstance(s, gast.While):
+            after = self.block(s.orelse, live_out)
+            head = after | frozenset(self.act(s.test).read)
+            while True:
+                body_in = self.block(s.body, head)
+                new_head = head | body_in
+                if new_head == head:
+                    break
+                head = new_head
+            anno.setanno(s, _Static.LIVE_OUT, live_out)
+            anno.setanno(s, _Static.BODY_LIVE_IN, head)
+            return head
+        if isinstance(s, (gast.For, gast.AsyncFor)):
+            after = self.block(s.orelse, live_out)
+            targets = frozenset(self.act(s.target).modified)
+            # break/return flags checked before each iteration (for_stmt's extra_test).
+            extra = anno.getanno(s, anno.Basic.EXTRA_LOOP_TEST)
+            head = after | (frozenset(self.act(extra).read) if extra is not None else frozenset())
+            while True:
+                body_in = self.block(s.body, head) - targets
+                new_head = head | body_in
+                if new_head == head:
+                    break
+                head = new_head
+            anno.setanno(s, _Static.LIVE_OUT, live_out)
+            anno.setanno(s, _Static.BODY_LIVE_IN, head)
+            return head | frozenset(self.act(s.iter).read)
+        if isinstance(s, gast.Return):
+            return frozenset(self.act(s).read) | self.always_live
+        if isinstance(s, gast.Try):
+            final = self.block(s.finalbody, live_out)
+            orelse = self.block(s.orelse, final)
+            handlers = frozenset()
+            for h in s.handlers:
+                h_live = self.block(h.body, final)
+                if h.name is not None:
+                    h_live -= frozenset(self.act(h.name).modified)
+                if h.type is not None:
+                    h_live |= frozenset(self.act(h.type).read)
+                handlers |= h_live
+            # Any statement of the body may raise, so handler inputs are live throughout.
+            return self.block(s.body, orelse | handlers) | handlers
+        if isinstance(s, (gast.With, gast.AsyncWith)):
+            body = self.block(s.body, live_out)
+            for item in reversed(s.items):
+                if item.optional_vars is not None:
+                    body = body - frozenset(self.act(item.optional_vars).modified)
+                body = body | frozenset(self.act(item.context_expr).read)
+            return body
+        a = self.act(s)
+        # A nested def is analysed on its own; here it only binds its name.
+        return (live_out - frozenset(a.modified - a.read)) | frozenset(a.read)
+
+
+def analyze(fn: gast.FunctionDef) -> None:
+    """Annotates the control-flow statements of `fn`'s own scope with liveness."""
+    always = frozenset(activity.captured_by_nested_defs(fn))
+    _Liveness(always).block(fn.body, always)

@@ -1,0 +1,56 @@
+"""Executes generated source as a fresh module and registers it in linecache.
+
+Tracebacks and debuggers then show the generated code, and `origin_info`
+maps each of its lines to the user's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import types
+from typing import Any
+
+
+def generated_filename(name: str, key: str) -> str:
+    """A unique, deterministic pseudo-filename for generated code of `name`."""
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
+    return f"<autograph {name} {digest}>"
+
+
+def load_source(source: str, filename: str) -> dict[str, Any]:
+    """Compiles and runs `source` as module `filename`; returns its namespace."""
+    lines = source.splitlines(keepends=True)
+    # mtime None: linecache.checkcache must never evict this entry.
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    code = compile(source, filename, "exec", dont_inherit=True)
+    namespace: dict[str, Any] = {"__name__": filename, "__builtins__": __builtins__}
+    exec(code, namespace)  # noqa: S102 - running generated code is the loader's job
+    return namespace
+
+
+def rebind(template: types.FunctionType, original: types.FunctionType,
+           extra_cells: dict[str, Any]) -> types.FunctionType:
+    """Builds the converted function from `template`'s code with `original`'s environment.
+
+    The converted code is compiled inside a factory whose parameters are the
+    original's free variables (plus `ag__`), so its code object has the same
+    free variables; here those are bound to the original's own closure cells,
+    so later rebinding of a nonlocal is seen, and to the original's globals.
+    """
+    code = template.__code__
+    orig_cells = dict(zip(original.__code__.co_freevars, original.__closure__ or ()))
+    closure = []
+    for name in code.co_freevars:
+        if name in extra_cells:
+            closure.append(types.CellType(extra_cells[name]))
+        else:
+            closure.append(orig_cells[name])
+    fn = types.FunctionType(code, original.__globals__, original.__name__,
+                            original.__defaults__, tuple(closure) or None)
+    fn.__kwdefaults__ = original.__kwdefaults__
+    fn.__qualname__ = original.__qualname__
+    fn.__module__ = original.__module__
+    fn.__doc__ = original.__doc__
+    fn.__annotations__ = dict(getattr(original, "__annotations__", {}) or {})
+    return fn

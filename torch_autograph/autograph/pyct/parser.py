@@ -1,0 +1,127 @@
+"""Parsing a live function back to its AST with `inspect` + gast.
+
+Line numbers of the returned nodes are the user's file lines, so origin
+information falls out of the tree without bookkeeping.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import linecache
+import textwrap
+import types
+from typing import Callable, Optional
+
+import gast
+
+from torch_autograph.errors import ConversionError
+
+
+class SourceNotFoundError(ConversionError):
+    """The function's source code is not available (interactive shell, exec, native code)."""
+
+
+@dataclasses.dataclass
+class ParsedEntity:
+    """A function's AST and where it came from.
+
+    Attributes:
+        node: a gast FunctionDef (for lambdas: a Lambda) with user line numbers.
+        filename: the user's file (`co_filename`).
+        name: the function's `__name__`.
+    """
+
+    node: gast.AST
+    filename: str
+    name: str
+
+
+def _file_tree(filename: str, lines: list[str]) -> gast.Module:
+    return gast.parse("".join(lines))
+
+
+def _parse_snippet(lines: list[str], first_lineno: int) -> gast.Module:
+    source = textwrap.dedent("".join(lines))
+    try:
+        tree = gast.parse(source)
+    except SyntaxError:
+        # Over-indented continuation lines (e.g. a docstring less indented
+        # than the def) break dedent; a dummy block header restores validity.
+        tree = gast.parse("if True:\n" + "".join(lines)).body[0]
+        tree = gast.Module(body=tree.body, type_ignores=[])
+        first_lineno -= 1
+    gast.increment_lineno(tree, first_lineno - 1)
+    return tree
+
+
+def _find_lambda(f: types.FunctionType, filename: str) -> gast.Lambda:
+    lines = linecache.getlines(filename, f.__globals__)
+    if not lines:
+        raise SourceNotFoundError(f"Unable to locate the source code of {f!r}")
+    try:
+        tree = _file_tree(filename, lines)
+    except SyntaxError as e:
+        raise ConversionError(f"could not parse {filename}: {e}") from e
+    code = f.__code__
+    lineno = code.co_firstlineno
+    argnames = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    candidates = []
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Lambda) and node.lineno == lineno:
+            names = [a.id for a in node.args.args + node.args.kwonlyargs]
+            if names == argnames:
+                candidates.append(node)
+    if len(candidates) > 1:
+        # The columns of the lambda's body instructions tell lambdas on one
+        # line apart (co_positions, Python >= 3.11).
+        cols = {c for (l, _, c, _) in code.co_positions() if l == lineno and c}
+        narrowed = [n for n in candidates
+                    if any(n.body.col_offset <= c < n.body.end_col_offset for c in cols)
+                    and n.body.lineno == lineno]
+        # Innermost wins when lambdas nest (an outer body contains the inner one).
+        narrowed.sort(key=lambda n: n.body.end_col_offset - n.body.col_offset)
+        candidates = narrowed[:1] if narrowed else candidates
+    if len(candidates) != 1:
+        src = lines[lineno - 1].strip()
+        raise ConversionError(
+            f"{filename}:{lineno}: found {len(candidates) or 'no'} lambdas matching {f!r} in "
+            f"`{src}`; define each lambda on its own line with unique argument names, "
+            "or use a def")
+    return candidates[0]
+
+
+def parse_entity(f: Callable) -> ParsedEntity:
+    """Parses a plain function or lambda (not a bound method: pass `__func__`).
+
+    Raises:
+        SourceNotFoundError: no source is available.
+        ConversionError: the source cannot be parsed or is ambiguous.
+    """
+    code = getattr(f, "__code__", None)
+    if code is None:
+        raise SourceNotFoundError(f"{f!r} is not a Python function (no __code__)")
+    filename = code.co_filename
+    if f.__name__ == "<lambda>":
+        return ParsedEntity(_find_lambda(f, filename), filename, f.__name__)
+    try:
+        lines, first_lineno = inspect.getsourcelines(f)
+    except (OSError, TypeError) as e:
+        raise SourceNotFoundError(f"Unable to locate the source code of {f!r}: {e}") from e
+    try:
+        tree = _parse_snippet(lines, first_lineno)
+    except SyntaxError as e:
+        raise ConversionError(f"{filename}:{first_lineno}: could not parse the source of "
+                              f"{f.__name__}: {e}") from e
+    nodes = [n for n in tree.body if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef))]
+    if len(nodes) != 1 or nodes[0].name != code.co_name:
+        raise ConversionError(f"{filename}:{first_lineno}: expected the definition of "
+                              f"{code.co_name} at this line")
+    node = nodes[0]
+    node.decorator_list = []
+    return ParsedEntity(node, filename, f.__name__)
+
+
+def source_line(filename: str, lineno: int) -> str:
+    """The stripped text of a user line ('' when unknown)."""
+    return linecache.getline(filename, lineno).strip()

@@ -1,0 +1,637 @@
+"""Graph control flow: `cond` and `while_loop` nodes holding traced sub-graphs.
+
+`ta.cond(pred, true_fn, false_fn)` with a graph-tensor predicate traces both
+branches into sub-graphs and records one `cond` node; the torch backend runs
+it as a Python `if` on the evaluated predicate, so autograd records exactly
+the path taken. `ta.while_loop(cond, body, loop_vars)` traces the condition
+and the body once each and records a `while` node run as a Python `while`.
+With a Python predicate both behave exactly like Python.
+
+Printed form::
+
+    %y: float32[3] = cond(%gt)  # demo.py:5
+        graph true() { %mul = %x * 2 ... return %mul }
+        graph false() { ... }
+
+Python numbers stay Python numbers: a counter `i = 0` carried through a loop
+is a run-time Python int (a SCALAR value), not a tensor, so a graph loop costs
+what the same Python loop costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .. import errors
+from . import tracer
+from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
+from .passes.dead_code import eliminate_dead_code
+from .tensor import GraphTensor
+
+_SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
+
+
+class Unset:
+    """A branch or loop value that may be anything of the other side's type.
+
+    Used for a function's return slot before a `return` ran (its reads are
+    guarded) and for loop variables first assigned inside the loop.
+    """
+
+    _instance = None
+
+    def __new__(cls) -> "Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+@dataclass(frozen=True, eq=False)
+class CondOp:
+    """Target of a `cond` node: subgraphs[0] runs when args[0] is true, subgraphs[1] otherwise."""
+
+    def __repr__(self) -> str:
+        return "cond"
+
+    def describe_extra(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, eq=False)
+class WhileOp:
+    """Target of a `while` node.
+
+    `loop_vars` are the values the condition (subgraphs[0], one output) and
+    the body (subgraphs[1], one output per loop var) read; node args start
+    with their initial values. `maximum_iterations` is None, an int or a Value.
+    """
+
+    loop_vars: tuple[Value, ...]
+    maximum_iterations: Any = None
+
+    def __repr__(self) -> str:
+        return "while"
+
+    def describe_extra(self) -> str:
+        names = ", ".join(f"%{v.name}" for v in self.loop_vars)
+        limit = "" if self.maximum_iterations is None else f", maximum_iterations={self.maximum_iterations!r}"
+        return f", loop_vars=({names}){limit}"
+
+
+@dataclass(frozen=True, eq=False)
+class CheckOp:
+    """Target of a run-time check: raises InvalidArgumentError when args[0] is false."""
+
+    message: str
+
+    def __repr__(self) -> str:
+        return "check"
+
+    def describe_extra(self) -> str:
+        return f", {self.message!r}"
+
+
+def is_graph_value(x: Any) -> bool:
+    return isinstance(x, GraphTensor)
+
+
+def _leaf_kind(x: Any) -> str:
+    if isinstance(x, GraphTensor):
+        return "scalar" if x._value.kind is ValueKind.SCALAR else "tensor"
+    if isinstance(x, torch.Tensor):
+        return "tensor"
+    if type(x) in _SCALAR_DTYPES:
+        return "pyscalar"
+    if x is UNSET:
+        return "unset"
+    return "object"
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, GraphTensor):
+        v = x._value
+        return f"{v.type_str()}"
+    if isinstance(x, torch.Tensor):
+        return f"tensor {str(x.dtype).replace('torch.', '')}{list(x.shape)}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def _where(origin: SourceLocation | None) -> str:
+    if origin is None:
+        return ""
+    code = f" (`{origin.line}`)" if origin.line else ""
+    return f" at {origin}{code}"
+
+
+# ----- sub-graph tracing ------------------------------------------------------------------
+class _Branch:
+    """One traced sub-graph and the state that recorded it."""
+
+    def __init__(self, name: str, outer: tracer.TraceState) -> None:
+        self.graph = Graph(outer.fresh_name(name))
+        self.outer = outer
+        self.lifted: dict[int, GraphTensor] = {}
+        self.state: tracer.TraceState | None = None
+
+    def lift(self, g: GraphTensor) -> GraphTensor:
+        outer_g = self.state.parent.to_graph_tensor(g)
+        v = outer_g._value
+        hit = self.lifted.get(id(v))
+        if hit is None:
+            self.graph.inputs.append(v)
+            hit = self.lifted[id(v)] = GraphTensor(v, self.state)
+        return hit
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.state is not None:
+            with tracer.reenter(self.state):
+                return fn(*args)
+        with tracer.subtrace(self.graph, self.lift) as state:
+            self.state = state
+            return fn(*args)
+
+    def record(self, fn: Callable[[], Any]) -> Any:
+        """Record more ops into this (finished) branch, e.g. a conversion of its output."""
+        return self.run(fn)
+
+
+def _to_value(branch: _Branch, x: Any) -> Any:
+    """A branch output as a graph output: a Value or a Python constant."""
+    if isinstance(x, GraphTensor):
+        return branch.record(lambda: branch.state.to_graph_tensor(x))._value
+    if isinstance(x, torch.Tensor):
+        return branch.record(lambda: branch.state.capture(x))._value
+    return x
+
+
+def _as_tensor_in(branch: _Branch, x: Any, like: Value) -> Value:
+    """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
+
+    def make() -> Any:
+        src = branch.state.to_graph_tensor(x) if isinstance(x, GraphTensor) else x
+        return torch.tensor(src, dtype=like.dtype, device=like.device)
+
+    return branch.record(make)._value
+
+
+def _unset_in(branch: _Branch, like: Value) -> Any:
+    """A stand-in of `like`'s type for a value that will never be read."""
+    if like.kind is ValueKind.SCALAR:
+        return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
+    shape = tuple(0 if d is None else d for d in (like.shape if like.shape is not None else (0,)))
+    return branch.record(lambda: torch.zeros(shape, dtype=like.dtype, device=like.device))._value
+
+
+def _merged_value(outer: tracer.TraceState, name: str, a: Any, b: Any) -> Value:
+    dtype, device, kind = a.dtype, a.device, a.kind
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        shape = None
+    else:
+        shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+    return Value(outer.fresh_name(name), dtype, shape if kind is ValueKind.TENSOR else (), device, kind)
+
+
+# ----- cond --------------------------------------------------------------------------------
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
+         names: Sequence[str] | None = None, origin: SourceLocation | None = None) -> Any:
+    """`true_fn() if pred else false_fn()`, as a graph `cond` when `pred` is a graph tensor.
+
+    Both functions return the same structure; the result has that structure.
+    A value produced by both branches must have the same dtype (and the same
+    Python type for Python numbers); shapes may differ (the merged dim is None).
+
+    Raises:
+        TypeError: the branches return different structures or dtypes.
+        ValueError: a branch leaves a value None where the other does not.
+    """
+    state = tracer.current()
+    if state is None or not isinstance(pred, GraphTensor):
+        return true_fn() if pred else false_fn()
+    from .. import nest
+
+    origin = origin or tracer.user_location()
+    p = state.to_graph_tensor(pred)
+    _check_predicate(p, "if statement", origin)
+    tb, fb = _Branch("true", state), _Branch("false", state)
+    t_out = tb.run(true_fn)
+    f_out = fb.run(false_fn)
+    t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
+    results: list[Any] = []
+    t_vals, f_vals, outs = [], [], []
+    for i, (a, b) in enumerate(zip(t_leaves, f_leaves)):
+        name = _leaf_name(names, t_out, i)
+        merged = _merge_pair(state, tb, fb, name, a, b, origin)
+        if isinstance(merged, tuple):
+            va, vb, out = merged
+            t_vals.append(va)
+            f_vals.append(vb)
+            outs.append(out)
+            results.append(GraphTensor(out, state))
+        else:
+            results.append(merged)
+    tb.graph.outputs, fb.graph.outputs = t_vals, f_vals
+    eliminate_dead_code(tb.graph)
+    eliminate_dead_code(fb.graph)
+    stateful = any(n.stateful for g in (tb.graph, fb.graph) for n in g.nodes)
+    lifted = _dedupe([v for g in (tb.graph, fb.graph) for v in g.inputs])
+    node = Node(Op(OpKind.CONTROL, CondOp(), "cond", stateful=stateful), (p._value, *lifted), {}, tuple(outs),
+                pattern=tuple(outs), origin=origin, subgraphs=(tb.graph, fb.graph))
+    state.graph.nodes.append(node)
+    return nest.pack_sequence_as(t_out, results)
+
+
+def _merge_pair(state: tracer.TraceState, tb: _Branch, fb: _Branch, name: str, a: Any, b: Any,
+                origin: SourceLocation | None) -> Any:
+    """Either a Python value both branches share, or (true value, false value, merged Value)."""
+    ka, kb = _leaf_kind(a), _leaf_kind(b)
+    if ka == "unset" and kb == "unset":
+        return UNSET
+    if ka in ("pyscalar", "object") and kb in ("pyscalar", "object") and type(a) is type(b) and (a is b or a == b):
+        return a
+    if "object" in (ka, kb):
+        if a is None or b is None:
+            which = "main" if a is None else "else"
+            raise ValueError(f"'{name}' is None at the end of the {which} branch of the `if`{_where(origin)}; a "
+                             f"graph `if` needs a value of the same type from both branches.")
+        raise TypeError(f"'{name}' is {_describe(a)} in the main branch but {_describe(b)} in the else branch of the "
+                        f"`if`{_where(origin)}; a Python object that differs between the branches of a graph `if` "
+                        f"cannot be merged. Make it a tensor, or compute it outside the `if`.")
+    va = None if ka == "unset" else _to_value(tb, a)
+    vb = None if kb == "unset" else _to_value(fb, b)
+    # Python numbers on one side and tensors on the other: the number becomes a tensor.
+    if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in ("pyscalar", "scalar"):
+        vb = _as_tensor_in(fb, b, va)
+    elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
+        va = _as_tensor_in(tb, a, vb)
+    if va is None:
+        va = _unset_in(tb, vb)
+    if vb is None:
+        vb = _unset_in(fb, va)
+    ta_, tb_ = _value_type(va), _value_type(vb)
+    if ta_[0] != tb_[0] or ta_[1] != tb_[1]:
+        raise TypeError(f"'{name}' has {_type_words(ta_)} in the main branch, but {_type_words(tb_)} in the else "
+                        f"branch of the `if`{_where(origin)}; both branches must give it the same type.")
+    if ta_[2] != tb_[2]:
+        raise TypeError(f"'{name}' is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
+                        f"`if`{_where(origin)}.")
+    out = _merged_value(state, name, _meta_of(va), _meta_of(vb))
+    return va, vb, out
+
+
+def _value_type(v: Any) -> tuple:
+    if isinstance(v, Value):
+        return (v.kind, v.dtype, v.device)
+    return (ValueKind.SCALAR, _SCALAR_DTYPES[type(v)], None)
+
+
+def _type_words(t: tuple) -> str:
+    kind, dtype, _ = t
+    if kind is ValueKind.SCALAR:
+        return f"Python type {ScalarNames.get(dtype, 'int')}"
+    return f"dtype {dtype}"
+
+
+ScalarNames = {torch.bool: "bool", torch.int64: "int", torch.float64: "float"}
+
+
+def _meta_of(v: Any) -> Any:
+    if isinstance(v, Value):
+        return v
+    return Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+
+
+def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
+                     origin: SourceLocation | None) -> tuple[list, list]:
+    from .. import nest
+
+    def structure(x: Any) -> Any:
+        return nest.map_structure(lambda _: 0, x)
+
+    try:
+        same = structure(t_out) == structure(f_out) and type(t_out) is type(f_out)
+    except Exception:
+        same = False
+    if not same:
+        label = f"'{names[0]}'" if names and len(names) == 1 else "the outputs"
+        raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
+                        f"`if`{_where(origin)}:\n  main: {_structure_repr(t_out)}\n  else: {_structure_repr(f_out)}")
+    return nest.flatten(t_out), nest.flatten(f_out)
+
+
+def _structure_repr(x: Any) -> str:
+    from .. import nest
+
+    return repr(nest.map_structure(lambda leaf: type(leaf).__name__, x))
+
+
+def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
+    if names and isinstance(out, (tuple, list)) and len(out) == len(names) and i < len(names):
+        return names[i]
+    return f"output {i}"
+
+
+def _dedupe(values: list[Value]) -> list[Value]:
+    seen: set[int] = set()
+    out = []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
+def _check_predicate(p: GraphTensor, what: str, origin: SourceLocation | None) -> None:
+    v = p._value
+    if v.kind is ValueKind.TENSOR and v.shape is not None and None not in v.shape:
+        n = 1
+        for d in v.shape:
+            n *= d
+        if n != 1:
+            raise ValueError(f"condition of {what} expected a single-element tensor{_where(origin)}, got "
+                             f"{v.type_str()}: a tensor with {n} elements has no truth value. Reduce it first "
+                             f"(e.g. `.any()` or `.all()`).")
+
+
+# ----- while_loop --------------------------------------------------------------------------
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,
+               names: Sequence[str] | None = None, shape_invariants: dict[int, Any] | None = None,
+               maximum_iterations: Any = None, origin: SourceLocation | None = None,
+               require_iteration: Sequence[int] = ()) -> tuple:
+    """`while cond_fn(*vars): vars = body_fn(*vars)`, as a graph `while` when the condition is a graph value.
+
+    Args:
+        cond_fn: takes the loop variables, returns a (graph) bool.
+        body_fn: takes the loop variables, returns their new values (same structure).
+        loop_vars: the initial values: tensors, Python numbers (they stay Python
+            numbers at run time), or any other object the body leaves unchanged.
+        names: the variables' names, for messages.
+        shape_invariants: loop-var index -> shape (None dims may change between iterations).
+        maximum_iterations: stop after this many iterations.
+        require_iteration: indices of UNSET loop vars (first assigned in the body)
+            whose later use needs the loop to have run once: a run-time check.
+
+    Returns:
+        The final loop variables as a tuple.
+    """
+    loop_vars = tuple(loop_vars)
+    state = tracer.current()
+    if state is None:
+        return _python_while(cond_fn, body_fn, loop_vars, maximum_iterations)
+    origin = origin or tracer.user_location()
+    promote: set[int] = set()
+    for _ in range(3):
+        result = _try_while(state, cond_fn, body_fn, loop_vars, names, shape_invariants or {}, maximum_iterations,
+                            origin, promote, set(require_iteration))
+        if isinstance(result, set):
+            promote |= result
+            continue
+        return result
+    raise AssertionError("bug in torch_autograph: loop variable types did not settle")
+
+
+def _python_while(cond_fn: Callable, body_fn: Callable, loop_vars: tuple, maximum_iterations: Any) -> tuple:
+    i = 0
+    while cond_fn(*loop_vars):
+        if maximum_iterations is not None and i >= maximum_iterations:
+            break
+        loop_vars = tuple(body_fn(*loop_vars))
+        i += 1
+    return loop_vars
+
+
+def _loop_name(names: Sequence[str] | None, i: int) -> str:
+    return names[i] if names and i < len(names) else f"loop_var_{i}"
+
+
+def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
+               names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
+               origin: SourceLocation | None, promote: set[int], require: set[int]) -> Any:
+    # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
+    inits: list[Any] = []
+    unset = [i for i, v in enumerate(loop_vars) if v is UNSET]
+    inferred = _infer_unset_types(state, cond_fn, body_fn, loop_vars, unset, names, origin) if unset else {}
+    for i, v in enumerate(loop_vars):
+        if i in inferred:
+            v = inferred[i]
+        if i in promote and _leaf_kind(v) in ("pyscalar", "scalar"):
+            v = torch.tensor(v)
+        inits.append(v)
+    # 2. The loop variables read by the condition and the body.
+    carried: dict[int, Value] = {}
+    for i, v in enumerate(inits):
+        kind = _leaf_kind(v)
+        if kind == "object":
+            continue
+        if kind == "pyscalar":
+            meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+        else:
+            meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
+        shape = meta.shape
+        if i in invariants:
+            inv = invariants[i]
+            shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
+            if not _fits(meta.shape, shape):
+                raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
+                                 f"which does not conform with the shape invariant {_shape_words(shape)}"
+                                 f"{_where(origin)}.")
+        carried[i] = Value(state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
+    required = [i for i in unset if i in require]
+    iterated = Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR) if required else None
+
+    def structured(branch: _Branch) -> list[Any]:
+        vals = []
+        for i, v in enumerate(inits):
+            if i in carried:
+                branch.graph.inputs.append(carried[i])
+                vals.append(GraphTensor(carried[i], branch.state))
+            else:
+                vals.append(v)
+        if iterated is not None:
+            branch.graph.inputs.append(iterated)
+        return vals
+
+    cb, bb = _Branch("cond", state), _Branch("body", state)
+    pred = cb.run(lambda: cond_fn(*structured(cb)))
+    body_out = bb.run(lambda: tuple(body_fn(*structured(bb))))
+    if len(body_out) != len(inits):
+        raise TypeError(f"the loop body{_where(origin)} returned {len(body_out)} values for {len(inits)} loop "
+                        f"variables")
+    # 3. Check the body's outputs against the loop variables.
+    need_promotion: set[int] = set()
+    outs: list[Any] = []
+    for i, (init, out) in enumerate(zip(inits, body_out)):
+        name = _loop_name(names, i)
+        if i not in carried:
+            if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
+                if _leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
+                    raise ValueError(f"'{name}' is None before the loop{_where(origin)} but becomes "
+                                     f"{_describe(out)} in it; give it an initial value of that type before the "
+                                     f"loop.")
+                raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                                f"loop{_where(origin)}: {_describe(init)} before, {_describe(out)} after.")
+            continue
+        lv = carried[i]
+        ok = _leaf_kind(out)
+        if ok == "object":
+            if out is None:
+                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{_where(origin)}.")
+            raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                            f"loop{_where(origin)}: {lv.type_str()} before, {_describe(out)} after.")
+        if lv.kind is ValueKind.SCALAR and ok == "tensor":
+            need_promotion.add(i)
+            continue
+        if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
+            ov = _as_tensor_in(bb, out, lv)
+        else:
+            ov = _to_value(bb, out)
+        ot = _value_type(ov)
+        if ot[1] != lv.dtype:
+            raise TypeError(f"'{name}' has {_type_words((lv.kind, lv.dtype, None))} before the loop, but "
+                            f"{_type_words(ot)} after one iteration{_where(origin)}; a graph loop variable keeps "
+                            f"its type. Cast it before the loop or inside the body.")
+        oshape = ov.shape if isinstance(ov, Value) else ()
+        if lv.kind is ValueKind.TENSOR and not _fits(oshape, lv.shape):
+            raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
+                             f"{_shape_words(oshape)} after one iteration{_where(origin)}. Use "
+                             f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
+                             f"{_relaxed(lv.shape, oshape)})]) to let it change.")
+        outs.append((i, ov))
+    if need_promotion:
+        return need_promotion
+    cond_value = _cond_output(cb, pred, origin)
+    cb.graph.outputs = [cond_value]
+    bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
+    eliminate_dead_code(cb.graph)
+    eliminate_dead_code(bb.graph)
+    # 4. The node.
+    max_iter = maximum_iterations
+    if isinstance(max_iter, GraphTensor):
+        max_iter = state.to_graph_tensor(max_iter)._value
+    init_args = []
+    for i in carried:
+        v = inits[i]
+        init_args.append(v if _leaf_kind(v) == "pyscalar" else
+                         (state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value))
+    loop_values = tuple(carried.values()) + ((iterated,) if iterated is not None else ())
+    if iterated is not None:
+        init_args.append(False)
+    final = {i: Value(state.fresh_name(_loop_name(names, i)), lv.dtype, lv.shape, lv.device, lv.kind)
+             for i, lv in carried.items()}
+    final_iterated = Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR) if iterated else None
+    outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
+    lifted = _dedupe([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
+    stateful = any(n.stateful for g in (cb.graph, bb.graph) for n in g.nodes)
+    extra = (max_iter,) if isinstance(max_iter, Value) else ()
+    node = Node(Op(OpKind.CONTROL, WhileOp(loop_values, max_iter), "while", stateful=stateful),
+                (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
+                subgraphs=(cb.graph, bb.graph))
+    state.graph.nodes.append(node)
+    if final_iterated is not None:
+        missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
+        check(GraphTensor(final_iterated, state),
+              f"loop must iterate at least once to initialize {missing}{_where(origin)}", origin)
+    return tuple(GraphTensor(final[i], state) if i in final else inits[i] for i in range(len(inits)))
+
+
+def _safe_eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _cond_output(cb: _Branch, pred: Any, origin: SourceLocation | None) -> Any:
+    if isinstance(pred, GraphTensor):
+        g = cb.record(lambda: cb.state.to_graph_tensor(pred))
+        _check_predicate(g, "while loop", origin)
+        return g._value
+    if isinstance(pred, torch.Tensor):
+        return cb.record(lambda: cb.state.capture(pred))._value
+    return bool(pred)
+
+
+def _fits(shape: Any, invariant: Any) -> bool:
+    if invariant is None:
+        return True
+    if shape is None or len(shape) != len(invariant):
+        return False
+    return all(b is None or a == b for a, b in zip(shape, invariant))
+
+
+def _shape_words(shape: Any) -> str:
+    if shape is None:
+        return "<unknown rank>"
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _relaxed(a: Any, b: Any) -> str:
+    if a is None or b is None or len(a) != len(b):
+        return "None"
+    return "[" + ", ".join(str(x) if x == y else "None" for x, y in zip(a, b)) + "]"
+
+
+def _infer_unset_types(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
+                       unset: list[int], names: Sequence[str] | None, origin: SourceLocation | None) -> dict:
+    """Trace one iteration in a scratch graph to learn the type of variables first assigned in the loop.
+
+    Returns initial values (zeros of the inferred type) recorded in the outer graph.
+    """
+    scratch = _Branch("scratch", state)
+    probe: list[Any] = []
+
+    def run() -> tuple:
+        vals = [scratch.state.to_graph_tensor(v) if isinstance(v, GraphTensor) else v for v in loop_vars]
+        return tuple(body_fn(*vals))
+
+    n_nodes = len(state.graph.nodes)
+    out = scratch.run(run)
+    del state.graph.nodes[n_nodes:]
+    inits = {}
+    for i in unset:
+        v = out[i]
+        name = _loop_name(names, i)
+        if isinstance(v, GraphTensor):
+            meta = v._value
+            if meta.kind is ValueKind.SCALAR:
+                inits[i] = {torch.bool: False, torch.float64: 0.0}.get(meta.dtype, 0)
+            else:
+                shape = tuple(0 if d is None else d for d in (meta.shape if meta.shape is not None else (0,)))
+                inits[i] = torch.zeros(shape, dtype=meta.dtype, device=meta.device)
+        elif type(v) in _SCALAR_DTYPES:
+            inits[i] = type(v)()
+        elif isinstance(v, torch.Tensor):
+            inits[i] = torch.zeros_like(v)
+        else:
+            raise ValueError(f"'{name}' must be defined before the loop{_where(origin)}: it is first assigned "
+                             f"inside the loop, and its type ({type(v).__name__}) cannot be given a placeholder "
+                             f"value. Supported types are tensors and Python numbers.")
+        probe.append(i)
+    return inits
+
+
+# ----- checks ------------------------------------------------------------------------------
+def check(condition: Any, message: str, origin: SourceLocation | None = None) -> None:
+    """A run-time check: raise `InvalidArgumentError(message)` when the graph runs and `condition` is false."""
+    state = tracer.current()
+    if state is None or not isinstance(condition, GraphTensor):
+        if not condition:
+            raise errors.InvalidArgumentError(message)
+        return
+    v = state.to_graph_tensor(condition)._value
+    state.graph.nodes.append(Node(Op(OpKind.CONTROL, CheckOp(message), "check", stateful=True), (v,), {}, (),
+                                  origin=origin or tracer.user_location()))
+
+
+def run_check(condition: Any, message: str) -> None:
+    """What a `check` node does when the graph runs."""
+    if not bool(condition):
+        raise errors.InvalidArgumentError(message)
