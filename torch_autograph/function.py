@@ -560,6 +560,8 @@ class Function:
 
     def _make_signature(self) -> inspect.Signature:
         fn = self._python_function
+        if isinstance(fn, torch.nn.Module):
+            fn = fn.forward  # Module.__call__ only shows (*args, **kwargs)
         try:
             s = inspect.signature(fn)
         except (TypeError, ValueError) as e:
@@ -607,6 +609,11 @@ class Function:
 
     def _traced_target(self) -> Callable:
         fn, inst = self._callable_and_self()
+        if self._autograph and isinstance(fn, torch.nn.Module):
+            from .autograph import converted_call
+
+            module = fn
+            return lambda *a, **k: converted_call(module, a, k)
         if self._autograph:
             fn = _autograph_convert(fn)
         return fn if inst is None else functools.partial(fn, inst)

@@ -13,7 +13,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .autograph import register_backend
+import types
+
+from .autograph import convert, register_backend
+from .autograph.api import register_call_override
 from .autograph.operators.py_builtins import LazyEnumerate, LazyIterable, LazyRange, LazyZip
 from .autograph.operators.control_flow import check_branch_outputs
 from .autograph.operators.variables import Undefined, UndefinedReturnValue
@@ -291,6 +294,36 @@ _BUILTINS: dict[Any, Callable] = {
 }
 
 
+def call_module(module: Any, args: tuple, kwargs: dict) -> Any:
+    """Call an nn.Module from converted code with the user-written `forward`s in it converted.
+
+    `Module.__call__` (hooks, train/eval bookkeeping) runs as usual; every
+    submodule whose `forward` is user code (not torch's) gets its converted
+    form as an instance attribute for the duration of the call, so tensor
+    `if`/`for` in a model's forward become graph control flow even when a
+    torch container such as `nn.Sequential` calls it.
+    """
+    if not isinstance(module, torch.nn.Module) or tracer.current() is None:
+        return NotImplemented
+    swapped = []
+    for m in module.modules():
+        forward = type(m).forward
+        if getattr(forward, "__module__", "").startswith("torch.") or "forward" in m.__dict__:
+            continue
+        converted = convert(types.MethodType(forward, m))
+        if getattr(converted, "__func__", None) is not forward:
+            m.__dict__["forward"] = converted
+            swapped.append(m)
+    if not swapped:
+        return NotImplemented
+    try:
+        return module(*args, **kwargs)
+    finally:
+        for m in swapped:
+            m.__dict__.pop("forward", None)
+
+
 def install() -> None:
     register_backend(TorchStagingBackend())
+    register_call_override(call_module)
     tracer.register_origin_mapper(_map_origin)

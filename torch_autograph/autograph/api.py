@@ -124,6 +124,17 @@ def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.F
     return converted
 
 
+# Callables that decide how to call an object (e.g. the torch side converts an nn.Module's
+# forward). Each returns NotImplemented to decline.
+_call_overrides: list[Callable[[Any, tuple, dict], Any]] = []
+
+
+def register_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
+    """Let a library call objects of its own types from converted code (e.g. nn.Module)."""
+    if override not in _call_overrides:
+        _call_overrides.append(override)
+
+
 def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> Any:
     """Calls `f(*args, **kwargs)`, converting `f` first if it is user code.
 
@@ -148,6 +159,10 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
                         f.__self__, *args)
         elif t is not types.BuiltinFunctionType and t is not type and not getattr(
                 f, _DO_NOT_CONVERT, False):
+            for override in _call_overrides:
+                result = override(f, args, kwargs or {})
+                if result is not NotImplemented:
+                    return result
             call = getattr(t, "__call__", None)
             if type(call) is types.FunctionType:
                 converted = _converted_function(call)

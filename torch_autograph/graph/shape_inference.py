@@ -168,6 +168,13 @@ def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str, 
                          _materialize(kwargs, sentinel, device, None, scalar))
     if func in (torch.Tensor.cuda, torch.Tensor.cpu):
         return a[0].clone()
+    if device == "meta" and "device" not in k and not any(v.kind is ValueKind.TENSOR for v in _iter_values((args, kwargs))):
+        # A factory (torch.zeros(n), torch.randn(3)): on the default device it would allocate real memory
+        # and draw from the global generator while tracing, shifting every later random number.
+        try:
+            return func(*a, **k, device="meta")
+        except TypeError:
+            pass  # no `device` argument: not a factory
     return func(*a, **k)
 
 

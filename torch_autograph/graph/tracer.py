@@ -210,6 +210,12 @@ _INPLACE_DUNDERS = {
     "imod": "remainder_", "ipow": "pow_", "iand": "bitwise_and_", "ior": "bitwise_or_", "ixor": "bitwise_xor_",
     "ilshift": "bitwise_left_shift_", "irshift": "bitwise_right_shift_",
 }
+_SCALAR_INPLACE = {
+    "add_": operator.add, "sub_": operator.sub, "mul_": operator.mul, "div_": operator.truediv,
+    "floor_divide_": operator.floordiv, "remainder_": operator.mod, "pow_": operator.pow,
+    "bitwise_and_": operator.and_, "bitwise_or_": operator.or_, "bitwise_xor_": operator.xor,
+    "bitwise_left_shift_": operator.lshift, "bitwise_right_shift_": operator.rshift,
+}
 _RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
@@ -293,8 +299,9 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     vkwargs = state.to_value(kwargs) if kwargs else {}
     if op.kind is OpKind.OPERATOR and all(v.kind is ValueKind.SCALAR for v in _values(vargs)) and _values(vargs):
         pass  # Python-level arithmetic on run-time scalars: infer_fn is already the operator
-    elif op.kind is OpKind.METHOD and _values(vargs[:1]) and vargs[0].kind is ValueKind.SCALAR:
-        fn = SCALAR_OPERATORS.get(op.target)
+    elif op.kind is OpKind.METHOD and isinstance(vargs[0], Value) and vargs[0].kind is ValueKind.SCALAR:
+        # `i += 1` on a run-time Python number rebinds, as in Python: a plain operator.
+        fn = _SCALAR_INPLACE.get(op.target) or SCALAR_OPERATORS.get(op.target)
         if fn is not None:
             op, infer_fn = Op(OpKind.OPERATOR, fn, op.name), fn
     if "out" in vkwargs:

@@ -32,6 +32,12 @@ class _Liveness:
             a = self._act_cache[key] = activity.activity_of(node)
         return a
 
+    def _state_reads(self, s: gast.stmt, live_out: frozenset) -> frozenset:
+        # The converted statement passes its state (modified names live after
+        # it) into the operator call, so it reads them on entry even when
+        # Python would overwrite them first.
+        return frozenset(self.act(s).modified) & live_out
+
     def block(self, stmts: Iterable[gast.stmt], live_out: frozenset) -> frozenset:
         live = live_out
         for s in reversed(list(stmts)):
@@ -46,7 +52,7 @@ class _Liveness:
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, t)
             anno.setanno(s, _Static.ORELSE_LIVE_IN, e)
-            return frozenset(self.act(s.test).read) | t | e
+            return frozenset(self.act(s.test).read) | t | e | self._state_reads(s, live_out)
         if isinstance(s, gast.While):
             after = self.block(s.orelse, live_out)
             head = after | frozenset(self.act(s.test).read)
@@ -58,7 +64,7 @@ class _Liveness:
                 head = new_head
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
-            return head
+            return head | self._state_reads(s, live_out)
         if isinstance(s, (gast.For, gast.AsyncFor)):
             after = self.block(s.orelse, live_out)
             targets = frozenset(self.act(s.target).modified)
@@ -73,7 +79,7 @@ class _Liveness:
                 head = new_head
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
-            return head | frozenset(self.act(s.iter).read)
+            return head | frozenset(self.act(s.iter).read) | self._state_reads(s, live_out)
         if isinstance(s, gast.Return):
             return frozenset(self.act(s).read) | self.always_live
         if isinstance(s, gast.Try):
