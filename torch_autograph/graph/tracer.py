@@ -42,7 +42,7 @@ _shape_inference = ShapeInference()
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-_RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "nan", "self", "None", "True", "False", "_"}
+_RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "nan", "self", "None", "True", "False", "_", "abs", "slice"}
 
 # A callback (filename, lineno) -> SourceLocation | None for generated code (AutoGraph's
 # converted functions), registered by the layer that knows about them.
@@ -102,7 +102,7 @@ class TraceState:
         if base[0].isdigit():
             base = "v" + base
         name, i = base, 1
-        while name in self._names or name in _RESERVED or hasattr(builtins, name):
+        while name in self._names or name in _RESERVED:
             name = f"{base}_{i}"
             i += 1
         self._names.add(name)
