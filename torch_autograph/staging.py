@@ -22,6 +22,8 @@ from .autograph.operators.control_flow import check_branch_outputs
 from .autograph.operators.variables import Undefined, UndefinedReturnValue
 from .autograph.pyct.origin_info import Origin, lookup_origin
 from .graph import control_flow as cf
+from .graph import lists
+from .graph.lists import GraphList
 from .graph import tracer
 from .graph.graph import Op, OpKind, SourceLocation, ValueKind
 from .graph.shape_inference import Meta
@@ -65,6 +67,8 @@ class TorchStagingBackend:
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
              names: Sequence[str], origin: Origin) -> tuple:
         raw: dict[str, tuple] = {}
+        # A Python list of tensors modified in a branch would be mutated by both traces: make it a graph list.
+        init_vars = tuple(lists.new_list(v) if _is_tensor_list(v) else v for v in init_vars)
 
         def branch(fn: Callable, key: str) -> Callable[[], tuple]:
             def run() -> tuple:
@@ -155,10 +159,10 @@ class TorchStagingBackend:
         return handler(*args, **kwargs)
 
     def list_append(self, target: Any, element: Any, origin: Origin) -> Any:
-        raise NotImplementedError("appending to a graph list")
+        return lists.append(target, element)
 
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
-        raise NotImplementedError("popping from a graph list")
+        return lists.pop(target, *args)
 
 
 def _is_scalar(x: Any) -> bool:
@@ -186,8 +190,15 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
     return out
 
 
+def _is_tensor_list(v: Any) -> bool:
+    return type(v) is list and all(isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, GraphList)
+                                   for x in v)
+
+
 def _length(x: Any) -> Any:
     """Static dim 0, or a run-time value."""
+    if isinstance(x, GraphList):
+        return lists.length(x)
     if isinstance(x, GraphTensor):
         if x.shape is None or len(x.shape) == 0:
             raise TypeError(f"iteration over a 0-d tensor {x!r}")

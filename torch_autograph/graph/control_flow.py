@@ -26,10 +26,10 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .. import errors
-from . import tracer
+from . import lists, tracer
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
 from .passes.dead_code import eliminate_dead_code
-from .tensor import GraphTensor
+from .tensor import GraphTensor, make_graph_tensor
 
 _SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
 
@@ -106,7 +106,7 @@ def is_graph_value(x: Any) -> bool:
 
 def _leaf_kind(x: Any) -> str:
     if isinstance(x, GraphTensor):
-        return "scalar" if x._value.kind is ValueKind.SCALAR else "tensor"
+        return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(x._value.kind, "tensor")
     if isinstance(x, torch.Tensor):
         return "tensor"
     if type(x) in _SCALAR_DTYPES:
@@ -148,7 +148,7 @@ class _Branch:
         hit = self.lifted.get(id(v))
         if hit is None:
             self.graph.inputs.append(v)
-            hit = self.lifted[id(v)] = GraphTensor(v, self.state)
+            hit = self.lifted[id(v)] = make_graph_tensor(v, self.state)
         return hit
 
     def run(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -235,7 +235,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
             t_vals.append(va)
             f_vals.append(vb)
             outs.append(out)
-            results.append(GraphTensor(out, state))
+            results.append(make_graph_tensor(out, state))
         else:
             results.append(merged)
     tb.graph.outputs, fb.graph.outputs = t_vals, f_vals
@@ -272,6 +272,10 @@ def _merge_pair(state: tracer.TraceState, tb: _Branch, fb: _Branch, name: str, a
         vb = _as_tensor_in(fb, b, va)
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
         va = _as_tensor_in(tb, a, vb)
+    if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, f"'{name}'") \
+            if vb.dtype is not None else (va.dtype, va.shape, va.device)
+        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
     if va is None:
         va = _unset_in(tb, vb)
     if vb is None:
@@ -387,14 +391,82 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
     if state is None:
         return _python_while(cond_fn, body_fn, loop_vars, maximum_iterations)
     origin = origin or tracer.user_location()
+    names = tuple(names) if names else tuple(f"loop_var_{i}" for i in range(len(loop_vars)))
+    to_list: set[int] = set()
+    for _ in range(4):
+        snapshots = {i: v[:] for i, v in enumerate(loop_vars) if type(v) is list}
+        tops = tuple(lists.new_list(v) if i in to_list else v for i, v in enumerate(loop_vars))
+        try:
+            return _structured_while(state, cond_fn, body_fn, tops, names, shape_invariants or {},
+                                     maximum_iterations, origin, require_iteration)
+        except _ListGrew as grew:
+            # A Python list appended to in the loop body: undo the trace-time appends and carry
+            # it as a graph list instead (SPEC decision 4).
+            for i, items in snapshots.items():
+                loop_vars[i][:] = items
+            to_list.add(grew.index)
+    raise AssertionError("bug in torch_autograph: loop variable types did not settle")
+
+
+class _ListGrew(Exception):
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
+                      names: tuple, invariants: dict, maximum_iterations: Any, origin: SourceLocation | None,
+                      require_iteration: Sequence[int]) -> tuple:
+    """Flatten nested loop variables to leaves, run the leaf-level loop, pack the results."""
+    from .. import nest
+
+    chunks = [nest.flatten(v) for v in tops]
+    leaf_names, leaf_top, flat = [], [], []
+    for i, chunk in enumerate(chunks):
+        for j, leaf in enumerate(chunk):
+            leaf_names.append(names[i] if len(chunk) == 1 and chunk[0] is tops[i] else f"{names[i]}_{j}")
+            leaf_top.append(i)
+            flat.append(leaf)
+    structures = [nest.map_structure(lambda _: 0, v) for v in tops]
+
+    def pack(leaves: Sequence[Any]) -> tuple:
+        out, k = [], 0
+        for i, chunk in enumerate(chunks):
+            out.append(nest.pack_sequence_as(tops[i], list(leaves[k:k + len(chunk)])))
+            k += len(chunk)
+        return tuple(out)
+
+    def flat_cond(*leaves: Any) -> Any:
+        return cond_fn(*pack(leaves))
+
+    def flat_body(*leaves: Any) -> tuple:
+        out = tuple(body_fn(*pack(leaves)))
+        if len(out) != len(tops):
+            raise TypeError(f"the loop body{_where(origin)} returned {len(out)} values for {len(tops)} loop variables")
+        result = []
+        for i, (o, top) in enumerate(zip(out, tops)):
+            if nest.map_structure(lambda _: 0, o) != structures[i]:
+                if type(top) is list and (type(o) is list or isinstance(o, lists.GraphList)):
+                    raise _ListGrew(i)
+                raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
+                                f"loop{_where(origin)}:\n  before: {_structure_repr(top)}\n  after:  "
+                                f"{_structure_repr(o)}")
+            result.extend(nest.flatten(o))
+        return tuple(result)
+
+    leaf_invariants = {k: invariants[i] for k, i in enumerate(leaf_top) if i in invariants and len(chunks[i]) == 1}
+    leaf_require = {k for k, i in enumerate(leaf_top) if i in set(require_iteration)}
     promote: set[int] = set()
-    for _ in range(3):
-        result = _try_while(state, cond_fn, body_fn, loop_vars, names, shape_invariants or {}, maximum_iterations,
-                            origin, promote, set(require_iteration))
+    refined: dict[int, Value] = {}
+    for _ in range(4):
+        result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
+                            maximum_iterations, origin, promote, leaf_require, refined)
         if isinstance(result, set):
             promote |= result
             continue
-        return result
+        if isinstance(result, dict):
+            refined.update(result)
+            continue
+        return pack(result)
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -414,7 +486,8 @@ def _loop_name(names: Sequence[str] | None, i: int) -> str:
 
 def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
-               origin: SourceLocation | None, promote: set[int], require: set[int]) -> Any:
+               origin: SourceLocation | None, promote: set[int], require: set[int],
+               refined: dict[int, Value]) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
     unset = [i for i, v in enumerate(loop_vars) if v is UNSET]
@@ -435,6 +508,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
             meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
         else:
             meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
+        meta = refined.get(i, meta)
         shape = meta.shape
         if i in invariants:
             inv = invariants[i]
@@ -452,7 +526,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         for i, v in enumerate(inits):
             if i in carried:
                 branch.graph.inputs.append(carried[i])
-                vals.append(GraphTensor(carried[i], branch.state))
+                vals.append(make_graph_tensor(carried[i], branch.state))
             else:
                 vals.append(v)
         if iterated is not None:
@@ -467,6 +541,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
                         f"variables")
     # 3. Check the body's outputs against the loop variables.
     need_promotion: set[int] = set()
+    refine: dict[int, Value] = {}
     outs: list[Any] = []
     for i, (init, out) in enumerate(zip(inits, body_out)):
         name = _loop_name(names, i)
@@ -493,6 +568,18 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
             ov = _as_tensor_in(bb, out, lv)
         else:
             ov = _to_value(bb, out)
+        if lv.kind is ValueKind.LIST:
+            if not (isinstance(ov, Value) and ov.kind is ValueKind.LIST):
+                raise TypeError(f"'{name}' is a list before the loop{_where(origin)} but {_describe(out)} after one "
+                                f"iteration.")
+            if ov.dtype is not None and (lv.dtype is None or not _fits(ov.shape, lv.shape)):
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, ov, f"'{name}'")
+                refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
+            elif ov.dtype is not None and ov.dtype != lv.dtype:
+                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {ov.dtype} after one "
+                                f"iteration{_where(origin)}.")
+            outs.append((i, ov))
+            continue
         ot = _value_type(ov)
         if ot[1] != lv.dtype:
             raise TypeError(f"'{name}' has {_type_words((lv.kind, lv.dtype, None))} before the loop, but "
@@ -507,6 +594,8 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         outs.append((i, ov))
     if need_promotion:
         return need_promotion
+    if refine:
+        return refine
     cond_value = _cond_output(cb, pred, origin)
     cb.graph.outputs = [cond_value]
     bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
@@ -539,7 +628,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
         check(GraphTensor(final_iterated, state),
               f"loop must iterate at least once to initialize {missing}{_where(origin)}", origin)
-    return tuple(GraphTensor(final[i], state) if i in final else inits[i] for i in range(len(inits)))
+    return tuple(make_graph_tensor(final[i], state) if i in final else inits[i] for i in range(len(inits)))
 
 
 def _safe_eq(a: Any, b: Any) -> bool:

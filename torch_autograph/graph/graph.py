@@ -31,6 +31,7 @@ class ValueKind(enum.Enum):
 
     TENSOR = "tensor"
     SCALAR = "scalar"  # a Python number only known at run time, e.g. x.size(0) of a None dim
+    LIST = "list"  # a Python list of tensors (dtype/shape/device describe the elements)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +58,10 @@ class Value:
     def type_str(self) -> str:
         if self.kind is ValueKind.SCALAR:
             return {torch.bool: "bool", torch.float64: "float"}.get(self.dtype, "int")
+        if self.kind is ValueKind.LIST:
+            if self.dtype is None:
+                return "list[?]"
+            return f"list[{Value(self.name, self.dtype, self.shape, self.device).type_str()}]"
         dt = str(self.dtype).replace("torch.", "")
         shape = "[?]" if self.shape is None else "[" + ", ".join("None" if d is None else str(d) for d in self.shape) + "]"
         dev = f" {self.device}" if self.device is not None else ""
@@ -376,6 +381,8 @@ def qualified_name(fn: Any) -> str:
             return found
         mod = getattr(fn, "__module__", None)
         qual = getattr(fn, "__qualname__", name)
+        if mod and mod.startswith("torch_autograph."):
+            return qual  # the library's run-time helpers: short names read better
         if mod and "<" not in qual:
             return f"{mod}.{qual}"
     return repr(fn)

@@ -67,7 +67,8 @@ class ShapeInference:
 
     def _infer_uncached(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
         values = [v for v in _iter_values((args, kwargs))]
-        unknown = any(v.kind is ValueKind.SCALAR or v.shape is None or None in v.shape for v in values)
+        unknown = any(v.kind in (ValueKind.SCALAR, ValueKind.LIST) or v.shape is None or None in v.shape
+                      for v in values)
         unknown_rank = any(v.kind is ValueKind.TENSOR and v.shape is None for v in values)
         device = _output_device(func, args, kwargs, values, device_hint)
         scalars = any(v.kind is ValueKind.SCALAR for v in values)
@@ -133,6 +134,11 @@ def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None, 
     if isinstance(obj, Value):
         if obj.kind is ValueKind.SCALAR:
             return _SCALAR_TYPES.get(obj.dtype, int)(sentinel if scalar is None else scalar)
+        if obj.kind is ValueKind.LIST:
+            if obj.dtype is None:
+                return []
+            elem = Value(obj.name, obj.dtype, obj.shape, obj.device)
+            return [_materialize(elem, sentinel, device, fill, scalar) for _ in range(sentinel)]
         shape = tuple(sentinel if d is None else d for d in (obj.shape if obj.shape is not None else (sentinel,)))
         t = torch.zeros(shape, dtype=obj.dtype, device=device)
         if fill == "varied":

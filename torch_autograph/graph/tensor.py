@@ -18,6 +18,15 @@ import torch
 from .graph import Value, ValueKind
 
 
+# Subclasses of GraphTensor for other value kinds (graph lists), registered by their modules.
+KIND_CLASSES: dict[ValueKind, type] = {}
+
+
+def make_graph_tensor(value: Value, trace: Any) -> "GraphTensor":
+    """The user-facing object for a graph value: a GraphTensor, or e.g. a GraphList for a LIST value."""
+    return KIND_CLASSES.get(value.kind, GraphTensor)(value, trace)
+
+
 class GraphShape(tuple):
     """`x.shape` of a graph tensor: a tuple whose unknown dims are None."""
 
@@ -119,7 +128,7 @@ class GraphTensor:
     def __len__(self) -> int:
         s = self._value.shape
         if s is None or not s or s[0] is None:
-            what = "a scalar tensor" if s == () else "a tensor whose first dim is unknown while tracing"
+            what = "a scalar tensor" if s == () else "a tensor whose first dim is unknown"
             raise tracer.not_allowed(self, f"len() of {what}", "use x.size(0) (a run-time value) instead of len(x)",
                                      error=TypeError)
         return s[0]

@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
 from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, ShapeInference
-from .tensor import GraphTensor
+from .tensor import GraphTensor, make_graph_tensor
 
 _current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
 _shape_inference = ShapeInference()
@@ -375,7 +375,7 @@ def _wrap(meta: Any, state: TraceState, op: Op, outputs: list[Value]) -> tuple[A
     if isinstance(meta, Meta):
         value = Value(state.fresh_name(op.name), meta.dtype, meta.shape, meta.device, meta.kind)
         outputs.append(value)
-        return GraphTensor(value, state), value
+        return make_graph_tensor(value, state), value
     if isinstance(meta, (list, tuple)) and not isinstance(meta, str):
         pairs = [_wrap(m, state, op, outputs) for m in meta]
         items = [p[0] for p in pairs]
