@@ -16,6 +16,7 @@ from .graph import GraphTensor
 from .ops import cond, print, while_loop
 from .shapes import shape
 from .signatures import TensorSpec
+from .tensor_array import TensorArray
 
 staging.install()
 
@@ -23,6 +24,7 @@ __all__ = [
     "ConcreteFunction",
     "Function",
     "GraphTensor",
+    "TensorArray",
     "TensorSpec",
     "TraceEvent",
     "autograph",

@@ -1,8 +1,9 @@
 """Flatten and pack nested structures: tuple, list, dict, namedtuple, dataclass.
 
 Leaves are everything else, including dataclasses that declare themselves
-leaves with a true `_nest_leaf` class attribute (e.g. `TensorSpec`). Dicts flatten in sorted-key order (so `{1: a, 3: b}`
-and `{3: b, 1: a}` flatten alike) but are packed back in their original order.
+leaves with a true `_nest_leaf` class attribute (e.g. `TensorSpec`). Dicts
+flatten in sorted-key order (so `{1: a, 3: b}` and `{3: b, 1: a}` flatten
+alike) but are packed back in their original order.
 """
 
 from __future__ import annotations
@@ -40,7 +41,19 @@ def children(obj: Any) -> list[tuple[Any, Any]] | None:
         return [(k, obj[k]) for k in sorted_keys(obj)]
     if is_dataclass_instance(obj):
         return [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+    flatten_hook = getattr(type(obj), "__ta_children__", None)
+    if flatten_hook is not None:
+        return flatten_hook(obj)  # library containers such as TensorArray
     return None
+
+
+def structure_signature(obj: Any) -> Any:
+    """A hashable description of `obj`'s nesting (leaves are `*`): equal iff the structures match."""
+    kids = children(obj)
+    if kids is None:
+        return "*"
+    kind = dict if isinstance(obj, dict) else type(obj)
+    return (kind, tuple((k, structure_signature(c)) for k, c in kids))
 
 
 def flatten(obj: Any) -> list[Any]:
@@ -76,6 +89,8 @@ def rebuild(obj: Any, new_children: dict) -> Any:
     if isinstance(obj, (list, tuple)):
         items = [new_children[i] for i in range(len(obj))]
         return type(obj)(items)
+    if hasattr(type(obj), "__ta_rebuild__"):
+        return obj.__ta_rebuild__(new_children)
     if is_dataclass_instance(obj):
         new = copy.copy(obj)
         for f in dataclasses.fields(obj):

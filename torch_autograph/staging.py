@@ -44,7 +44,7 @@ def _map_origin(filename: str, lineno: int) -> SourceLocation | None:
 def to_scalar(x: GraphTensor, kind: type = int) -> GraphTensor:
     """A run-time Python number read from a one-element graph tensor (`int(t)` when the graph runs)."""
     dtype = {int: torch.int64, float: torch.float64, bool: torch.bool}[kind]
-    return tracer.record_with_meta(Op(OpKind.FUNCTION, kind, kind.__name__), (x,), {},
+    return tracer.record_with_meta(Op(OpKind.FUNCTION, kind, "item"), (x,), {},
                                    Meta(dtype, (), None, ValueKind.SCALAR))
 
 

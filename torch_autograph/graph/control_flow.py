@@ -317,13 +317,7 @@ def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
                      origin: SourceLocation | None) -> tuple[list, list]:
     from .. import nest
 
-    def structure(x: Any) -> Any:
-        return nest.map_structure(lambda _: 0, x)
-
-    try:
-        same = structure(t_out) == structure(f_out) and type(t_out) is type(f_out)
-    except Exception:
-        same = False
+    same = nest.structure_signature(t_out) == nest.structure_signature(f_out)
     if not same:
         label = f"'{names[0]}'" if names and len(names) == 1 else "the outputs"
         raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
@@ -426,7 +420,7 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
             leaf_names.append(names[i] if len(chunk) == 1 and chunk[0] is tops[i] else f"{names[i]}_{j}")
             leaf_top.append(i)
             flat.append(leaf)
-    structures = [nest.map_structure(lambda _: 0, v) for v in tops]
+    structures = [nest.structure_signature(v) for v in tops]
 
     def pack(leaves: Sequence[Any]) -> tuple:
         out, k = [], 0
@@ -444,7 +438,7 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
             raise TypeError(f"the loop body{_where(origin)} returned {len(out)} values for {len(tops)} loop variables")
         result = []
         for i, (o, top) in enumerate(zip(out, tops)):
-            if nest.map_structure(lambda _: 0, o) != structures[i]:
+            if nest.structure_signature(o) != structures[i]:
                 if type(top) is list and (type(o) is list or isinstance(o, lists.GraphList)):
                     raise _ListGrew(i)
                 raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
