@@ -157,6 +157,11 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
                 if converted is not fn:
                     return converted(f.__self__, *args, **kwargs) if kwargs else converted(
                         f.__self__, *args)
+            # A library method (e.g. an optimizer's `step`) that a library may stage instead.
+            for override in _call_overrides:
+                result = override(f, args, kwargs or {})
+                if result is not NotImplemented:
+                    return result
         elif t is not types.BuiltinFunctionType and t is not type and not getattr(
                 f, _DO_NOT_CONVERT, False):
             for override in _call_overrides:

@@ -16,15 +16,17 @@ is interpreted per node at call time: one Python function call per graph.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import linecache
 import math
+import operator
 from typing import Any, Callable
 
 import torch
 
 from ..graph.control_flow import CheckOp, CondOp, WhileOp, run_check
-from ..graph.graph import Graph, Node, OpKind, Value, qualified_name, render_call, render_pattern
+from ..graph.graph import Graph, Node, OpKind, Value, ValueKind, qualified_name, render_call, render_pattern
 
 _counter = itertools.count()
 
@@ -36,6 +38,7 @@ class CodeWriter:
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"torch": torch}
         self._by_id: dict[int, str] = {}
+        self.constants: dict[tuple, str] = {}
         self._indent = 1
 
     def line(self, text: str, origin: Any = None) -> None:
@@ -57,6 +60,8 @@ class CodeWriter:
         """A Python expression for an argument."""
         if isinstance(a, Value):
             return a.name
+        if type(a) is _Literal:
+            return str(a)
         if a is None or isinstance(a, (bool, int, str)) or a is Ellipsis:
             return repr(a) if a is not Ellipsis else "..."
         if isinstance(a, float):
@@ -124,11 +129,49 @@ def emit_node(w: CodeWriter, node: Node) -> None:
     if op.kind is OpKind.CONTROL:
         _CONTROL_EMITTERS[type(op.target)](w, node)
         return
+    if op.kind is OpKind.OPERATOR and op.target in _CONSTANT_FOLDABLE:
+        node = _with_tensor_constants(w, node)
     call = render_call(node, w.arg, w.target(op.target) if op.kind is OpKind.FUNCTION else "")
     if node.pattern is None or not node.outputs:
         w.line(call, node.origin)
     else:
         w.line(f"{render_pattern(node.pattern, lambda v: v.name)} = {call}", node.origin)
+
+
+# `x + 0.5` makes torch wrap 0.5 into a tensor at every call (~2 µs on CPU); `x + c` with `c` a
+# 0-dim tensor of x's dtype made once at compile time gives bitwise the same result. Only for
+# float32/float64 operands, whose arithmetic runs in their own precision (half types compute in
+# float32 with the scalar kept at higher precision, so they keep the Python scalar).
+_CONSTANT_FOLDABLE = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv,
+    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+})
+_CONSTANT_DTYPES = (torch.float32, torch.float64)
+
+
+def _with_tensor_constants(w: CodeWriter, node: Node) -> Node:
+    a, b = node.args[0], node.args[1]
+    tensor = a if isinstance(a, Value) else b
+    const = b if tensor is a else a
+    if (not isinstance(tensor, Value) or tensor.kind is not ValueKind.TENSOR or tensor.dtype not in _CONSTANT_DTYPES
+            or type(const) not in (int, float) or isinstance(const, Value)):
+        return node
+    if type(const) is int and abs(const) > 2 ** 24:
+        return node  # not exactly representable in float32
+    key = (type(const), const, tensor.dtype, tensor.device)
+    name = w.constants.get(key)
+    if name is None:
+        base = "_c" + repr(const).replace("-", "m").replace(".", "_").replace("+", "p")
+        base = base if base.isidentifier() else f"_c{len(w.constants)}"
+        name = base if base not in w.globals else f"{base}_{len(w.constants)}"
+        w.constants[key] = name
+        w.globals[name] = torch.tensor(const, dtype=tensor.dtype, device=tensor.device)
+    args = (a, _Literal(name)) if tensor is a else (_Literal(name), b)
+    return dataclasses.replace(node, args=args)
+
+
+class _Literal(str):
+    """A pre-rendered expression (a generated global's name) among a node's arguments."""
 
 
 def _assign(w: CodeWriter, targets: Any, values: list, origin: Any = None) -> None:

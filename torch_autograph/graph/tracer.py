@@ -25,6 +25,7 @@ import operator
 import os
 import sys
 import threading
+import types
 import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
@@ -231,7 +232,24 @@ _RUN_NOW = frozenset({
     "has_names", "is_signed", "type", "is_pinned", "is_shared", "__dlpack__", "__dlpack_device__", "_is_view",
     "is_set_to", "__array_wrap__", "__reversed__", "register_hook", "retain_grad", "requires_grad_",
 })
+_FunctionType = types.FunctionType
 _classify_cache: dict[Any, tuple[Op, Callable, bool]] = {}
+
+
+def _autograd_grad_meta(args: tuple, kwargs: dict) -> tuple[Meta, ...]:
+    inputs = kwargs["inputs"] if "inputs" in kwargs else args[1]
+    inputs = (inputs,) if isinstance(inputs, Value) else tuple(inputs)
+    return tuple(Meta(v.dtype, v.shape, v.device, v.kind) for v in inputs)
+
+
+# Autograd entry points cannot run on meta tensors: their output metadata is known without shape
+# inference. `backward` accumulates into `.grad` at run time: stateful, never pruned, kept in order.
+_AUTOGRAD_META: dict[Callable, Callable[[tuple, dict], Any]] = {
+    torch.Tensor.backward: lambda args, kwargs: None,
+    torch.autograd.backward: lambda args, kwargs: None,
+    torch.autograd.grad: _autograd_grad_meta,
+}
+_STATEFUL_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward})
 
 
 def _classify(func: Callable) -> tuple[Op, Callable, bool]:
@@ -263,7 +281,7 @@ def _classify(func: Callable) -> tuple[Op, Callable, bool]:
         stateful = (name.endswith("_") and not name.endswith("__")) or name in _RANDOM
         result = (Op(OpKind.METHOD, name, name.rstrip("_") or name, stateful=stateful), func, False)
     else:
-        stateful = name in _RANDOM or (name.endswith("_") and not name.endswith("__"))
+        stateful = name in _RANDOM or (name.endswith("_") and not name.endswith("__")) or func in _STATEFUL_CALLS
         result = (Op(OpKind.FUNCTION, func, name.rstrip("_") or "call", stateful=stateful), func, False)
     try:
         _classify_cache[func] = result
@@ -308,7 +326,9 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         op = Op(op.kind, op.target, op.name, stateful=True)
     try:
         with torch._C.DisableTorchFunction():
-            meta = _shape_inference.infer(infer_fn, vargs, vkwargs, torch.get_default_device())
+            autograd_meta = _AUTOGRAD_META.get(func) if type(func) is _FunctionType else None
+            meta = autograd_meta(vargs, vkwargs) if autograd_meta is not None else _shape_inference.infer(
+                infer_fn, vargs, vkwargs, torch.get_default_device())
     except DataDependentValue:
         loc = user_location()
         raise OperatorNotAllowedInGraphError(

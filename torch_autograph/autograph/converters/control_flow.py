@@ -63,6 +63,8 @@ class _ControlFlowTransformer(gast.NodeTransformer):
 
     def _declarations(self, body: list) -> list:
         """global/nonlocal statements the generated function needs to modify those names."""
+        if not (self.globals or self.nonlocals):
+            return []
         modified = activity.activity_of(body).modified
         decls = []
         if modified & self.globals:
@@ -111,18 +113,23 @@ class _ControlFlowTransformer(gast.NodeTransformer):
                 | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
         # Names are taken before visiting nested statements so they number outside-in.
         true_name = self.ctx.namer.new_symbol("if_true")
-        false_name = self.ctx.namer.new_symbol("if_false")
+        false_name = self.ctx.namer.new_symbol("if_false") if node.orelse else None
         self.generic_visit(node)
-        state = self._state(activity.activity_of(node.body + node.orelse).modified, live)
+        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
         ret = templates.names_tuple(state)
         true_name, true_fn = self._function(true_name, state, node.body, ret, node)
-        false_name, false_fn = self._function(false_name, state, node.orelse,
-                                              templates.names_tuple(state), node)
+        functions = [true_fn]
+        if node.orelse:
+            false_name, false_fn = self._function(false_name, state, node.orelse,
+                                                  templates.names_tuple(state), node)
+            functions.append(false_fn)
+        else:
+            false_name = transformer.constant(None)  # if_stmt keeps the state as it is
         call = templates.replace_as_expression(
             "ag__.if_stmt(test, true_name, false_name, state, names)", test=node.test,
             true_name=true_name, false_name=false_name, state=templates.names_tuple(state),
             names=templates.strings_tuple(state))
-        out = self._inits(state, node) + [true_fn, false_fn, self._result(call, state)]
+        out = self._inits(state, node) + functions + [self._result(call, state)]
         return transformer.copy_location(out, node)
 
     def visit_While(self, node: gast.While) -> list:
@@ -131,7 +138,7 @@ class _ControlFlowTransformer(gast.NodeTransformer):
         test_name = self.ctx.namer.new_symbol("loop_test")
         body_name = self.ctx.namer.new_symbol("loop_body")
         self.generic_visit(node)
-        state = self._state(activity.activity_of(node.body).modified, live)
+        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
         test_name, test_fn = self._function(test_name, state, [], node.test, node)
         body_name, body_fn = self._function(body_name, state, node.body,
                                             templates.names_tuple(state), node)
@@ -152,8 +159,7 @@ class _ControlFlowTransformer(gast.NodeTransformer):
         extra_name = self.ctx.namer.new_symbol("extra_test") if extra is not None else None
         body_name = self.ctx.namer.new_symbol("loop_body")
         self.generic_visit(node)
-        modified = activity.activity_of([node.target] + node.body).modified
-        state = self._state(modified, live)
+        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
         body = node.body
         if isinstance(node.target, gast.Name) and node.target.id not in state:
             target_param = node.target.id

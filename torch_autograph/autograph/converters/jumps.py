@@ -8,6 +8,9 @@ a statement containing the jump is wrapped in `if not flag:`:
         break          ->           break_ = True
     body2                       if not break_:
                                     body2
+
+When the jump ends the `if` branch, the rest moves into the `else` branch
+instead (`if c: break_ = True` / `else: body2`), saving the guard.
 """
 
 from __future__ import annotations
@@ -59,10 +62,18 @@ class Lowering:
                 out.extend(transformer.copy_location(self.replace(s), s))
                 return out  # the rest of the block is unreachable
             had = contains(s, self.jump, self.enter_loops)
+            rest = stmts[i + 1:]
+            if had and rest and isinstance(s, gast.If) and s.body and isinstance(
+                    s.body[-1], self.jump):
+                # `if c: ...; break` then rest: the rest belongs in the else
+                # branch, which saves a guard `if` (and its functions).
+                s.body = self.block(s.body)
+                s.orelse = self.block(s.orelse + rest)
+                out.append(s)
+                return out
             if had:
                 self._rewrite_children(s)
             out.append(s)
-            rest = stmts[i + 1:]
             if had and rest:
                 guard = gast.If(test=transformer.not_expr(transformer.name(self.flag)),
                                 body=self.block(rest), orelse=[])

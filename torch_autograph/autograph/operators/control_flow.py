@@ -20,13 +20,19 @@ _PLAIN = dispatch.PLAIN_TYPES
 _caller_origin = dispatch.caller_origin
 
 
-def if_stmt(cond: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
+def if_stmt(cond: Any, true_fn: Callable[..., tuple], false_fn: Optional[Callable[..., tuple]],
             init_vars: tuple, names: Sequence[str]) -> tuple:
-    """`if cond: <true_fn> else: <false_fn>`; each branch maps the state to the new state."""
+    """`if cond: <true_fn> else: <false_fn>`; each branch maps the state to the new state.
+
+    `false_fn` is None for an `if` without `else` (the state passes through).
+    """
     b = _registry.backend
     if b is None or type(cond) in _PLAIN or not b.is_staged(cond):
-        return true_fn(*init_vars) if cond else false_fn(*init_vars)
-    return b.cond(cond, true_fn, false_fn, init_vars, names, _caller_origin())
+        if cond:
+            return true_fn(*init_vars)
+        return init_vars if false_fn is None else false_fn(*init_vars)
+    return b.cond(cond, true_fn, _identity if false_fn is None else false_fn, init_vars, names,
+                  _caller_origin())
 
 
 def if_exp(cond: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:

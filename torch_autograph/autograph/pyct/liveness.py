@@ -36,7 +36,9 @@ class _Liveness:
         # The converted statement passes its state (modified names live after
         # it) into the operator call, so it reads them on entry even when
         # Python would overwrite them first.
-        return frozenset(self.act(s).modified) & live_out
+        modified = frozenset(self.act(s).modified)
+        anno.setanno(s, _Static.MODIFIED, modified)
+        return modified & live_out
 
     def block(self, stmts: Iterable[gast.stmt], live_out: frozenset) -> frozenset:
         live = live_out

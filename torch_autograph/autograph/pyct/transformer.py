@@ -36,16 +36,22 @@ MISSING = object()
 def copy_location(new: Any, old: gast.AST) -> Any:
     """Gives every node of `new` (a node or list) without a line the line of `old`.
 
-    Generated code thus maps back to the user statement it stands for.
+    Generated code thus maps back to the user statement it stands for. Nodes
+    that already have a line (user code, or generated earlier) keep theirs,
+    and so do their children, which is why the walk stops there.
     """
     lineno = getattr(old, "lineno", None)
     if lineno is None:
         return new
-    for root in (new if isinstance(new, list) else [new]):
-        for n in gast.walk(root):
-            if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-                n.lineno, n.col_offset = lineno, 0
-                n.end_lineno, n.end_col_offset = lineno, 0
+    todo = list(new) if isinstance(new, list) else [new]
+    while todo:
+        n = todo.pop()
+        if "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is not None:
+                continue
+            n.lineno, n.col_offset = lineno, 0
+            n.end_lineno, n.end_col_offset = lineno, 0
+        todo.extend(gast.iter_child_nodes(n))
     return new
 
 

@@ -1,0 +1,104 @@
+"""Tracing cost: µs per recorded op for the 200-op elementwise chain.
+
+  cold trace      the first trace of this function in the process, on a shape no
+                  earlier trace used: AutoGraph conversion + shape-inference memo
+                  misses (one-time imports already paid by earlier benchmarks in
+                  run_all are not included when run from there).
+  new-shape trace a fresh ta.function on a shape not traced before: memo misses,
+                  conversion already cached (what a retrace on a new shape costs).
+  warm trace      a fresh ta.function on an already-traced shape: the memo hits
+                  (the steady-state cost of recording); median over several.
+
+Each trace is `ta.function(chain).get_concrete_function(x)` timed end to end
+(tracing, dead-code elimination, verification, code generation) and divided by
+`len(cf.graph.nodes)`. No target is set; the eager call of the same function
+is shown for scale (a trace costs about as much as N eager calls).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Row, Settings, check_equal, print_rows  # noqa: E402
+
+import torch  # noqa: E402
+
+import torch_autograph as ta  # noqa: E402
+
+NAME = "tracing (200-op chain)"
+N_OPS = 200
+
+
+def chain_t(x):  # the P2 chain, a separate function object so its conversion is cold here
+    for _ in range(N_OPS // 8):
+        x = x + 0.5
+        x = x * 0.9
+        x = torch.sin(x)
+        x = torch.tanh(x)
+        x = x - 0.1
+        x = torch.sigmoid(x)
+        x = torch.cos(x)
+        x = x / 1.1
+    return x
+
+
+def _trace(x: torch.Tensor) -> tuple[float, int]:
+    F = ta.function(chain_t)
+    t0 = time.perf_counter()
+    cf = F.get_concrete_function(x)
+    dt = time.perf_counter() - t0
+    n = len(cf.graph.nodes)
+    if n != N_OPS:
+        raise AssertionError(f"{NAME}: the graph has {n} nodes, expected {N_OPS}")
+    check_equal("traced chain", cf(x), chain_t(x))
+    return dt * 1e6, n
+
+
+def run(settings: Settings) -> list[Row]:
+    # Re-creating ta.function(chain_t) is the point here: silence the "frequent retracing" warning.
+    log = logging.getLogger("torch_autograph")
+    level, log.level = log.level, logging.ERROR
+    try:
+        return _run(settings)
+    finally:
+        log.setLevel(level)
+
+
+def _run(settings: Settings) -> list[Row]:
+    torch.manual_seed(0)
+    reps = 5 if settings.quick else 15
+    base = torch.randn(3, 16)  # a shape the other benchmarks do not trace
+    cold_us, n = _trace(base)
+    new_shape = [_trace(torch.randn(3, 17 + i))[0] for i in range(reps)]
+    warm = [_trace(base)[0] for _ in range(reps)]
+
+    t0 = time.perf_counter()
+    k = 20
+    for _ in range(k):
+        chain_t(base)
+    eager_us = (time.perf_counter() - t0) / k * 1e6
+
+    w = statistics.median(warm)
+    ns = statistics.median(new_shape)
+    return [
+        Row(NAME, "eager call (scale)", eager_us, None, "", None, f"{eager_us / n:.2f} µs/op"),
+        Row(NAME, "cold trace", cold_us, cold_us / eager_us, "", None,
+            f"{cold_us / n:.1f} µs/op; ratio = trace / eager call"),
+        Row(NAME, "new-shape trace", ns, ns / eager_us, "", None, f"{ns / n:.1f} µs/op (median of {reps})"),
+        Row(NAME, "warm trace", w, w / eager_us, "", None,
+            f"{w / n:.1f} µs/op (median of {reps}; min {min(warm) / n:.1f})"),
+    ]
+
+
+def main() -> None:
+    s = Settings.from_argv(description=__doc__)
+    print_rows(run(s), title=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""GraphTensor: Python operators, indexing, methods and static metadata, each compared with eager."""
+
+import pytest
+import torch
+
+import torch_autograph as ta
+
+
+def check(fn, *args):
+    """Run `fn` traced and eagerly on the same inputs; results must match."""
+    traced = ta.function(fn, autograph=False)
+    torch.testing.assert_close(traced(*args), fn(*args))
+    return traced
+
+
+X = torch.randn(3, 4)
+XI = torch.arange(1, 13).reshape(3, 4)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x + 2, lambda x: 2 + x, lambda x: x - 2, lambda x: 2 - x, lambda x: x * 3, lambda x: 3 * x,
+    lambda x: x / 2, lambda x: 2 / x, lambda x: x ** 2, lambda x: 2 ** x, lambda x: x // 0.7, lambda x: 7 // x,
+    lambda x: x % 0.7, lambda x: 7 % x, lambda x: x @ x.T, lambda x: torch.ones(2, 3) @ x, lambda x: -x,
+    lambda x: +x, lambda x: abs(x), lambda x: x + x * x - x / (x + 10),
+], ids=lambda f: "")
+def test_arithmetic_operators_and_reflected(fn):
+    check(fn, X)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x & 6, lambda x: 6 & x, lambda x: x | 1, lambda x: 1 | x, lambda x: x ^ 5, lambda x: 5 ^ x,
+    lambda x: x << 1, lambda x: 1 << x, lambda x: x >> 1, lambda x: 4096 >> x, lambda x: ~x,
+])
+def test_bitwise_operators(fn):
+    check(fn, XI)
+
+
+def test_comparisons_both_ways():
+    check(lambda x: (x < 0, x <= 0, x > 0, x >= 0, x == 0, x != 0, 0 < x, 0 >= x, 0 == x, x == x), X)
+
+
+def test_inplace_operators():
+    def f(x):
+        y = x.clone()
+        y += 1
+        y -= 0.5
+        y *= 3
+        y /= 4
+        y **= 2
+        return y
+
+    def g(x):
+        y = x.clone()
+        y //= 2
+        y %= 5
+        y &= 6
+        y |= 1
+        y ^= 2
+        y <<= 2
+        y >>= 1
+        return y
+
+    check(f, X)
+    check(g, XI)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[0], lambda x: x[-1], lambda x: x[:, 1], lambda x: x[1:, ::2], lambda x: x[None],
+    lambda x: x[..., 1], lambda x: x[0, None, ...], lambda x: x[torch.tensor([0, 2])], lambda x: x[x > 0],
+    lambda x: x[:, None, 1:3], lambda x: x[[0, 2], [1, 3]],
+])
+def test_getitem(fn):
+    check(fn, X)
+
+
+def test_getitem_with_graph_tensor_indices():
+    check(lambda x, i: (x[i], x[:, i], x[i.clamp(max=1)]), X, torch.tensor([2, 0]))
+
+
+def test_setitem():
+    def f(x, v):
+        y = x.clone()
+        y[0] = 5.0
+        y[:, 1] = v
+        y[y < 0] = 0.0
+        y[1:, ::2] += 1
+        return y
+
+    check(f, X, torch.randn(3))
+
+
+def test_tensor_methods():
+    check(lambda x: (x.sum(), x.mean(1), x.view(4, 3), x.reshape(-1), x.t(), x.T, x.transpose(0, 1),
+                     x.unsqueeze(0), x.permute(1, 0), x.clamp(-0.5, 0.5), x.softmax(-1), x.to(torch.float64),
+                     x.float(), x.exp(), x.max(dim=1).values, x.chunk(2, dim=1), x.flatten(), x.expand(2, 3, 4)), X)
+
+
+def test_torch_functions_on_graph_tensors():
+    check(lambda x: (torch.cat([x, x]), torch.stack([x, x], 1), torch.where(x > 0, x, 0.0),
+                     torch.nn.functional.gelu(x), torch.split(x, 2, dim=1), torch.einsum("ij,kj->ik", x, x)), X)
+
+
+def test_metadata_is_answered_statically():
+    seen = {}
+
+    def f(x):
+        seen.update(shape=x.shape, size=x.size(), size1=x.size(1), dim=x.dim(), ndim=x.ndim, dtype=x.dtype,
+                    device=x.device, numel=x.numel(), fp=x.is_floating_point(), len=len(x))
+        return x * 1
+
+    ta.function(f, autograph=False)(X)
+    assert seen == dict(shape=(3, 4), size=(3, 4), size1=4, dim=2, ndim=2, dtype=torch.float32,
+                        device=torch.device("cpu"), numel=12, fp=True, len=3)
+    assert all(type(v) is int for k, v in seen.items() if k in ("size1", "dim", "ndim", "numel", "len"))
+
+
+def test_none_dims_show_as_none_and_sizes_are_run_time_values():
+    seen = {}
+
+    def f(x):
+        seen["shape"] = x.shape
+        seen["size1"] = x.size(1)
+        n = x.size(0)
+        assert ta.shape(x)[1] == 4 and isinstance(n, ta.GraphTensor)
+        a = x.view(n, 2, 2).sum(-1)
+        b = x.reshape(ta.shape(x)[0] * 2, -1)
+        c = torch.zeros((n, 2)) + a
+        d = torch.ones(n * 2 - 1)
+        return a, b, c, d, n * 3 + 1, x.numel()
+
+    def eager(x):
+        n = x.size(0)
+        return (x.view(n, 2, 2).sum(-1), x.reshape(n * 2, -1), torch.zeros((n, 2)) + x.view(n, 2, 2).sum(-1),
+                torch.ones(n * 2 - 1), torch.tensor(n * 3 + 1), torch.tensor(x.numel()))
+
+    cf = ta.function(f, autograph=False).get_concrete_function(ta.TensorSpec([None, 4]))
+    assert seen["shape"] == (None, 4) and seen["size1"] == 4
+    assert "float32[None, 4]" in str(cf.graph)
+    for batch in (1, 3, 8):
+        x = torch.randn(batch, 4)
+        torch.testing.assert_close(cf(x), eager(x))
+
+
+def test_unknown_rank_spec():
+    f = ta.function(lambda x: x * 2 + x.sum(), autograph=False)
+    cf = f.get_concrete_function(ta.TensorSpec(None))
+    for x in (torch.randn(3), torch.randn(2, 5), torch.randn(())):
+        torch.testing.assert_close(cf(x), x * 2 + x.sum())
+
+
+def test_repr_names_the_value():
+    seen = []
+    ta.function(lambda x: seen.append(repr(x)) or x, autograph=False)(X)
+    assert seen == ["GraphTensor('x', shape=(3, 4), dtype=torch.float32, device=cpu)"]
