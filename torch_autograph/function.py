@@ -41,6 +41,7 @@ from .graph.graph import Graph, Value, ValueKind
 from .graph.passes import eliminate_dead_code
 from .graph.tensor import GraphTensor
 from .signatures import Identity, Literal, Structure, TensorSpec
+from . import variables
 
 logger = logging.getLogger("torch_autograph")
 _Tensor = torch.Tensor
@@ -298,6 +299,7 @@ class Function:
         self._traces: "OrderedDict[int, ConcreteFunction]" = OrderedDict()
         self._by_key: dict[Any, list[ConcreteFunction]] = {}
         self._fast: dict[tuple, tuple[ConcreteFunction, tuple | None]] = {}
+        self._mono: tuple | None = None  # (cf, grad mode, dtype, shape, device) of the last 1-tensor call
         self._history: list[TraceEvent] = []
         self._lock = threading.RLock()
         self._monitor = _monitor_for(python_function)
@@ -356,6 +358,18 @@ class Function:
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Fastest path: one tensor argument matching the most recently used trace (no key built).
+        mono = self._mono
+        if mono is not None and len(args) == 1 and not kwargs:
+            a = args[0]
+            cf, grad, dtype, shape, device = mono
+            if (type(a) is _Tensor and a.dtype is dtype and a.shape == shape and a.device == device
+                    and _is_grad_enabled() is grad and not _config.run_eagerly
+                    and (not cf._guards or cf._guards_hold())):
+                m = self._monitor
+                m.calls = cf._last_used = m.calls + 1
+                out = cf._fn(a)
+                return out if cf._pack is None else cf._pack(out)
         if not kwargs and not _config.run_eagerly:
             key: list = [_is_grad_enabled()]
             for a in args:
@@ -408,6 +422,9 @@ class Function:
         if n_flat != len(positions) or id(cf) not in self._traces:
             return  # defaults hold tensors too (only the slow path binds them), or cf was just evicted
         self._fast[tuple(key)] = (cf, None if len(positions) == len(args) else tuple(positions))
+        if len(args) == 1 and positions:
+            a = args[0]
+            self._mono = (cf, key[0], a.dtype, a.shape, a.device)
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The ConcreteFunction for these arguments (values or TensorSpecs), tracing it if needed."""
@@ -459,12 +476,13 @@ class Function:
             if self._reduce_retracing:
                 types_ = self._generalize(grad, types_)
             reasons = self._explain(grad, types_)
-            cf = self._trace(grad, types_, bound)
+            cf = variables.trace_with_creation_rules(self, lambda: self._trace(grad, types_, bound))
             self._by_key.setdefault(key, []).append(cf)
             self._traces[id(cf)] = cf
             cf._last_used = self._monitor.calls + 1  # the newest trace is never the one evicted
             self._evict()
             self._fast = dict(self._fast)  # new dict: readers in other threads never see a resize
+            self._mono = None
             self._record_trace(cf, reasons)
             return cf
 
@@ -511,6 +529,7 @@ class Function:
                 if not self._by_key[k]:
                     del self._by_key[k]
             self._fast = {k: e for k, e in self._fast.items() if e[0] is not victim}
+            self._mono = None
 
     def _record_trace(self, cf: ConcreteFunction, reasons: list[str]) -> None:
         event = TraceEvent(len(self._history) + 1, self._describe_types(cf), tuple(reasons))
@@ -723,6 +742,8 @@ def _finish_outputs(state: tracer.TraceState, graph: Graph, result: Any) -> Any:
     """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
 
     def leaf(x: Any) -> Any:
+        if isinstance(x, variables.Variable):
+            x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
         if isinstance(x, GraphTensor):
             x = state.to_graph_tensor(x)
             # A run-time Python number (e.g. x.size(0) of a None dim) comes back as a tensor, like a

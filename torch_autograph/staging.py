@@ -256,6 +256,8 @@ def _abs(x: Any) -> Any:
 
 
 def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
+    """min/max/any/all over graph values with Python's results (value for value)."""
+
     def handler(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return NotImplemented
@@ -264,16 +266,31 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
             if x.shape is not None and len(x.shape) == 1:
                 return tensor_fn(x)
             return NotImplemented
-        items = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
-        if builtin in (min, max) and len(items) >= 1:
-            out = items[0]
-            for it in items[1:]:
-                out = torch.minimum(torch.as_tensor(out) if not isinstance(out, GraphTensor) else out, it) \
-                    if builtin is min else torch.maximum(out if isinstance(out, GraphTensor) else torch.as_tensor(out), it)
-            return out
-        return NotImplemented
+        items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        if builtin not in (builtins.min, builtins.max) or not items:
+            return NotImplemented
+        if not any(isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR for v in items):
+            return tracer.call_python(builtin, *items)  # run-time Python numbers: Python's min/max
+        pick = torch.minimum if builtin is builtins.min else torch.maximum
+        out = items[0]
+        for it in items[1:]:
+            out = pick(*_as_tensors(out, it))
+        return out
 
     return handler
+
+
+def _as_tensors(a: Any, b: Any) -> tuple[Any, Any]:
+    """Both operands as tensors, Python numbers taking the dtype Python arithmetic would give."""
+    def tensor_like(v: Any, other: Any) -> Any:
+        if isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR:
+            return v
+        dtype = torch.result_type(other, v if not isinstance(v, GraphTensor) else 0)
+        return torch.tensor(v, dtype=dtype, device=other.device)
+
+    if not (isinstance(a, GraphTensor) and a._value.kind is ValueKind.TENSOR):
+        return tensor_like(a, b), b
+    return a, tensor_like(b, a)
 
 
 def _sum(x: Any, start: Any = 0) -> Any:

@@ -149,7 +149,14 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
     else:
         t = type(f)
         if t is types.FunctionType:
-            f = _converted_function(f)
+            converted = _converted_function(f)
+            if converted is f:
+                # Library code, which a library may stage instead (e.g. an LR scheduler's wrapped `step`).
+                for override in _call_overrides:
+                    result = override(f, args, kwargs or {})
+                    if result is not NotImplemented:
+                        return result
+            f = converted
         elif t is types.MethodType:
             fn = f.__func__
             if type(fn) is types.FunctionType:

@@ -22,17 +22,20 @@ from torch_autograph.autograph.converters import (asserts, break_statements, cal
                                                   control_flow, directives, functions, lists,
                                                   logical_expressions, return_statements,
                                                   variables)
-from torch_autograph.autograph.pyct import (loader, naming, origin_info, parser, templates,
-                                            transformer)
+from torch_autograph.autograph.pyct import (loader, naming, origin_info, parser,
+                                            reaching_definitions, templates, transformer)
 
 # Scope-level rewrites run per function (nested defs first), expression-level
 # rewrites once over the whole tree. Order matters: jumps are lowered before
 # control flow; logical/ternary rewrites run last so control_flow sees plain
 # Python expressions.
-_PER_SCOPE_EARLY = (break_statements, continue_statements, return_statements)
-_WHOLE_TREE = (asserts, lists, call_trees)
-_PER_SCOPE_LATE = (variables, control_flow)
-_WHOLE_TREE_LATE = (conditional_expressions, logical_expressions)
+# Each converter is skipped when the node types it rewrites do not occur.
+_PER_SCOPE_EARLY = ((break_statements, (gast.Break, gast.For, gast.While)),
+                    (continue_statements, (gast.Continue,)),
+                    (return_statements, (gast.Return,)))
+_WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute,)), (call_trees, (gast.Call,)))
+_WHOLE_TREE_LATE = ((conditional_expressions, (gast.IfExp,)),
+                    (logical_expressions, (gast.BoolOp, gast.UnaryOp, gast.Compare)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,15 +83,28 @@ def _namespace_of(fn: types.FunctionType) -> Callable[[str], Any]:
 def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> gast.FunctionDef:
     """Runs every converter over the parsed function; returns the converted FunctionDef."""
     node = functions.transform(node, ctx)
-    directives.transform(node, ctx)
-    for conv in _PER_SCOPE_EARLY:
-        transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
-    for conv in _WHOLE_TREE:
-        conv.transform(node, ctx)
-    for conv in _PER_SCOPE_LATE:
-        transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
-    for conv in _WHOLE_TREE_LATE:
-        conv.transform(node, ctx)
+    kinds = {type(n) for n in transformer.walk(node)}
+    if gast.While in kinds or gast.For in kinds:
+        directives.transform(node, ctx)
+    for conv, triggers in _PER_SCOPE_EARLY:
+        if not kinds.isdisjoint(triggers):
+            transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
+    for conv, triggers in _WHOLE_TREE:
+        if not kinds.isdisjoint(triggers):
+            conv.transform(node, ctx)
+
+    def late(scope: gast.FunctionDef) -> None:
+        reaching_definitions.analyze(scope)  # shared by variables and control_flow
+        variables.transform(scope, ctx)
+        control_flow.transform(scope, ctx)
+
+    transformer.for_each_scope(node, late)
+    # Lowered jumps add `not flag` / `not flag and test` expressions.
+    kinds |= {gast.UnaryOp} if not kinds.isdisjoint(
+        (gast.Break, gast.Continue, gast.Return)) else set()
+    for conv, triggers in _WHOLE_TREE_LATE:
+        if not kinds.isdisjoint(triggers):
+            conv.transform(node, ctx)
     return node
 
 
@@ -113,10 +129,9 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
                                    body=[node], fname=node.name)
     transformer.copy_location(factory, node)
     module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
-    ast.fix_missing_locations(module)
     provenance = (f"# converted from {fn.__name__} "
                   f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
-    source = provenance + "\n" + ast.unparse(module) + "\n"
+    source = provenance + "\n" + loader.unparse(module) + "\n"
     filename = loader.generated_filename(
         name, f"{parsed.filename}:{code.co_firstlineno}:{code.co_name}:{source}")
     line_map = origin_info.build_line_map(module, ast.parse(source), parsed.filename,
@@ -124,5 +139,5 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     origin_info.register(filename, line_map)
     namespace = loader.load_source(source, filename)
     template = namespace[factory_name](ag_module, *([None] * len(code.co_freevars)))
-    to_code = provenance + "\n" + ast.unparse(module.body[0].body[0]) + "\n"
+    to_code = provenance + "\n" + loader.unparse(module.body[0].body[0]) + "\n"
     return ConvertedEntity(template, to_code, filename)

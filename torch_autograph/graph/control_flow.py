@@ -224,6 +224,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     tb, fb = _Branch("true", state), _Branch("false", state)
     t_out = tb.run(true_fn)
     f_out = fb.run(false_fn)
+    t_out, f_out = _fill_unset(t_out, f_out), _fill_unset(f_out, t_out)
     t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
     results: list[Any] = []
     t_vals, f_vals, outs = [], [], []
@@ -255,6 +256,11 @@ def _merge_pair(state: tracer.TraceState, tb: _Branch, fb: _Branch, name: str, a
     ka, kb = _leaf_kind(a), _leaf_kind(b)
     if ka == "unset" and kb == "unset":
         return UNSET
+    # A value never read on one side (UNSET) lets a Python value from the other pass through as is.
+    if ka == "unset" and kb in ("pyscalar", "object"):
+        return b
+    if kb == "unset" and ka in ("pyscalar", "object"):
+        return a
     if ka in ("pyscalar", "object") and kb in ("pyscalar", "object") and type(a) is type(b) and (a is b or a == b):
         return a
     if "object" in (ka, kb):
@@ -311,6 +317,17 @@ def _meta_of(v: Any) -> Any:
     if isinstance(v, Value):
         return v
     return Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+
+
+def _fill_unset(out: Any, other: Any) -> Any:
+    """An UNSET variable takes the structure of its counterpart (e.g. a return slot vs `return (a, b)`)."""
+    from .. import nest
+
+    if out is UNSET and other is not UNSET:
+        return nest.map_structure(lambda _: UNSET, other)
+    if type(out) is tuple and type(other) is tuple and len(out) == len(other):
+        return tuple(_fill_unset(o, t) for o, t in zip(out, other))
+    return out
 
 
 def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
@@ -387,9 +404,11 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
     origin = origin or tracer.user_location()
     names = tuple(names) if names else tuple(f"loop_var_{i}" for i in range(len(loop_vars)))
     to_list: set[int] = set()
-    for _ in range(4):
+    structured_unset: dict[int, Any] = {}
+    for _ in range(6):
         snapshots = {i: v[:] for i, v in enumerate(loop_vars) if type(v) is list}
-        tops = tuple(lists.new_list(v) if i in to_list else v for i, v in enumerate(loop_vars))
+        tops = tuple(lists.new_list(v) if i in to_list else structured_unset.get(i, v)
+                     for i, v in enumerate(loop_vars))
         try:
             return _structured_while(state, cond_fn, body_fn, tops, names, shape_invariants or {},
                                      maximum_iterations, origin, require_iteration)
@@ -399,12 +418,22 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
             for i, items in snapshots.items():
                 loop_vars[i][:] = items
             to_list.add(grew.index)
+        except _UnsetTakesStructure as found:
+            structured_unset[found.index] = found.value
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
 class _ListGrew(Exception):
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _UnsetTakesStructure(Exception):
+    """A variable first assigned in the loop turned out to be a structure (e.g. `return (a, b)`)."""
+
+    def __init__(self, index: int, value: Any) -> None:
+        self.index = index
+        self.value = value
 
 
 def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
@@ -441,6 +470,8 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
             if nest.structure_signature(o) != structures[i]:
                 if type(top) is list and (type(o) is list or isinstance(o, lists.GraphList)):
                     raise _ListGrew(i)
+                if top is UNSET:
+                    raise _UnsetTakesStructure(i, nest.map_structure(lambda _: UNSET, o))
                 raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
                                 f"loop{_where(origin)}:\n  before: {_structure_repr(top)}\n  after:  "
                                 f"{_structure_repr(o)}")
@@ -451,9 +482,12 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
     leaf_require = {k for k, i in enumerate(leaf_top) if i in set(require_iteration)}
     promote: set[int] = set()
     refined: dict[int, Value] = {}
-    for _ in range(4):
+    inferred: dict[int, Any] = {}
+    for _ in range(8):
         result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                            maximum_iterations, origin, promote, leaf_require, refined)
+                            maximum_iterations, origin, promote, leaf_require, refined, inferred)
+        if result is _RETRY:
+            continue
         if isinstance(result, set):
             promote |= result
             continue
@@ -481,11 +515,10 @@ def _loop_name(names: Sequence[str] | None, i: int) -> str:
 def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
                origin: SourceLocation | None, promote: set[int], require: set[int],
-               refined: dict[int, Value]) -> Any:
+               refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
-    unset = [i for i, v in enumerate(loop_vars) if v is UNSET]
-    inferred = _infer_unset_types(state, cond_fn, body_fn, loop_vars, unset, names, origin) if unset else {}
+    unset = [i for i in inferred if loop_vars[i] is UNSET]
     for i, v in enumerate(loop_vars):
         if i in inferred:
             v = inferred[i]
@@ -496,7 +529,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
         kind = _leaf_kind(v)
-        if kind == "object":
+        if kind in ("object", "unset"):
             continue
         if kind == "pyscalar":
             meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
@@ -536,10 +569,16 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
     # 3. Check the body's outputs against the loop variables.
     need_promotion: set[int] = set()
     refine: dict[int, Value] = {}
+    new_inits: dict[int, Any] = {}
     outs: list[Any] = []
     for i, (init, out) in enumerate(zip(inits, body_out)):
         name = _loop_name(names, i)
         if i not in carried:
+            if init is UNSET and out is not UNSET:
+                # First assigned inside the loop: start it at a placeholder of the type the body gives
+                # it (decision 7) and trace again.
+                new_inits[i] = _placeholder_init(out, name, origin)
+                continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if _leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
                     raise ValueError(f"'{name}' is None before the loop{_where(origin)} but becomes "
@@ -586,6 +625,9 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
                              f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
                              f"{_relaxed(lv.shape, oshape)})]) to let it change.")
         outs.append((i, ov))
+    if new_inits:
+        inferred.update(new_inits)
+        return _RETRY
     if need_promotion:
         return need_promotion
     if refine:
@@ -662,43 +704,26 @@ def _relaxed(a: Any, b: Any) -> str:
     return "[" + ", ".join(str(x) if x == y else "None" for x, y in zip(a, b)) + "]"
 
 
-def _infer_unset_types(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
-                       unset: list[int], names: Sequence[str] | None, origin: SourceLocation | None) -> dict:
-    """Trace one iteration in a scratch graph to learn the type of variables first assigned in the loop.
+_RETRY = object()
 
-    Returns initial values (zeros of the inferred type) recorded in the outer graph.
-    """
-    scratch = _Branch("scratch", state)
-    probe: list[Any] = []
 
-    def run() -> tuple:
-        vals = [scratch.state.to_graph_tensor(v) if isinstance(v, GraphTensor) else v for v in loop_vars]
-        return tuple(body_fn(*vals))
-
-    n_nodes = len(state.graph.nodes)
-    out = scratch.run(run)
-    del state.graph.nodes[n_nodes:]
-    inits = {}
-    for i in unset:
-        v = out[i]
-        name = _loop_name(names, i)
-        if isinstance(v, GraphTensor):
-            meta = v._value
-            if meta.kind is ValueKind.SCALAR:
-                inits[i] = {torch.bool: False, torch.float64: 0.0}.get(meta.dtype, 0)
-            else:
-                shape = tuple(0 if d is None else d for d in (meta.shape if meta.shape is not None else (0,)))
-                inits[i] = torch.zeros(shape, dtype=meta.dtype, device=meta.device)
-        elif type(v) in _SCALAR_DTYPES:
-            inits[i] = type(v)()
-        elif isinstance(v, torch.Tensor):
-            inits[i] = torch.zeros_like(v)
-        else:
-            raise ValueError(f"'{name}' must be defined before the loop{_where(origin)}: it is first assigned "
-                             f"inside the loop, and its type ({type(v).__name__}) cannot be given a placeholder "
-                             f"value. Supported types are tensors and Python numbers.")
-        probe.append(i)
-    return inits
+def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
+    """A stand-in initial value of `v`'s type for a variable first assigned inside a loop."""
+    if isinstance(v, GraphTensor):
+        meta = v._value
+        if meta.kind is ValueKind.SCALAR:
+            return {torch.bool: False, torch.float64: 0.0}.get(meta.dtype, 0)
+        if meta.kind is ValueKind.LIST:
+            return lists.new_list([])
+        shape = tuple(0 if d is None else d for d in (meta.shape if meta.shape is not None else (0,)))
+        return torch.zeros(shape, dtype=meta.dtype, device=meta.device)
+    if type(v) in _SCALAR_DTYPES:
+        return type(v)()
+    if isinstance(v, torch.Tensor):
+        return torch.zeros_like(v)
+    raise ValueError(f"'{name}' must be defined before the loop{_where(origin)}: it is first assigned inside the "
+                     f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
+                     f"are tensors and Python numbers.")
 
 
 # ----- checks ------------------------------------------------------------------------------

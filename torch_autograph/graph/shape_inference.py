@@ -258,4 +258,5 @@ SCALAR_OPERATORS = {
     "__floordiv__": operator.floordiv, "__truediv__": operator.truediv, "__mod__": operator.mod,
     "__neg__": operator.neg, "__lt__": operator.lt, "__le__": operator.le, "__gt__": operator.gt,
     "__ge__": operator.ge, "__eq__": operator.eq, "__ne__": operator.ne, "__pow__": operator.pow,
+    "abs": abs, "__abs__": abs, "neg": operator.neg, "negative": operator.neg,
 }

@@ -231,6 +231,7 @@ _RUN_NOW = frozenset({
     "data_ptr", "__deepcopy__", "storage", "untyped_storage", "is_nonzero", "equal", "allclose", "__contains__",
     "has_names", "is_signed", "type", "is_pinned", "is_shared", "__dlpack__", "__dlpack_device__", "_is_view",
     "is_set_to", "__array_wrap__", "__reversed__", "register_hook", "retain_grad", "requires_grad_",
+    "_record_function_enter_new", "_record_function_exit", "_record_function_exit._RecordFunction",  # profiler ranges
 })
 _FunctionType = types.FunctionType
 _classify_cache: dict[Any, tuple[Op, Callable, bool]] = {}
@@ -436,16 +437,33 @@ def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
         state.root.modules[id(module)] = module
 
 
+_step_hook_handle = None
+
+
+def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+    """An optimizer step while tracing would update parameters once, now, with stale gradients: refuse it."""
+    if _current.get() is not None:
+        loc = user_location()
+        raise RuntimeError(
+            f"{type(optimizer).__name__}.step() was called while tracing{' at ' + str(loc) if loc else ''}: it "
+            f"would run once, now, with the gradients of an earlier call, instead of at every call of the graph. "
+            f"Fix: let AutoGraph convert the function (ta.function(autograph=True), the default), which stages "
+            f"optimizer.step() to run when the graph runs, or call ta.py_function(optimizer.step) instead.")
+
+
 @contextmanager
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
-    global _hook_users, _hook_handle
+    global _hook_users, _hook_handle, _step_hook_handle
     state = TraceState(graph)
     token = _current.set(state)
     with _hook_lock:
         _hook_users += 1
         if _hook_handle is None:
             _hook_handle = torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook)
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+            _step_hook_handle = register_optimizer_step_pre_hook(_optimizer_step_pre_hook)
     mode = _TracingMode()
     try:
         with mode:
@@ -458,6 +476,8 @@ def tracing(graph: Graph) -> Iterator[TraceState]:
             if _hook_users == 0 and _hook_handle is not None:
                 _hook_handle.remove()
                 _hook_handle = None
+                _step_hook_handle.remove()
+                _step_hook_handle = None
 
 
 @contextmanager
@@ -486,6 +506,20 @@ def reenter(state: TraceState) -> Iterator[TraceState]:
         _current.reset(token)
 
 
+# torch modules whose forward never reads `self.training`: their mode cannot change a trace,
+# so they need no per-call guard. Subclasses (user code) are always guarded.
+_MODE_FREE_MODULES = frozenset(getattr(torch.nn, n) for n in (
+    "Linear", "Bilinear", "Identity", "Flatten", "Unflatten", "Sequential", "ModuleList", "ModuleDict",
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
+    "Softplus", "Softsign", "Softmax", "LogSoftmax", "Hardtanh", "Hardswish", "Hardsigmoid", "Tanhshrink",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "LayerNorm", "GroupNorm", "Embedding", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Upsample", "PixelShuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
+) if hasattr(torch.nn, n))
+
+
 def module_guards(state: TraceState) -> tuple[tuple[weakref.ref, bool], ...]:
-    """(module, training flag) for every module that ran during the trace."""
-    return tuple((weakref.ref(m), m.training) for m in state.modules.values())
+    """(module, training flag) for every module that ran during the trace and may read its mode."""
+    return tuple((weakref.ref(m), m.training) for m in state.modules.values()
+                 if type(m) not in _MODE_FREE_MODULES)

@@ -21,7 +21,7 @@ from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import anno, transformer
 
 
-class _BreakTransformer(gast.NodeTransformer):
+class _BreakTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

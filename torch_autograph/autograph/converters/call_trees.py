@@ -5,7 +5,11 @@
 
 Calls that must see the caller's frame or that only make sense as
 written stay as they are: `print`, `super`, `locals`, `globals`, `vars`,
-`dir`, `eval`, `exec`, and the generated `ag__.*` calls.
+`dir`, `eval`, `exec`, and the generated `ag__.*` calls. A zero-argument
+`super()` gets its arguments spelled out, because control flow conversion may
+move it into a generated inner function where Python cannot infer them:
+
+    super().f(x)          ->  ag__.converted_call(super(__class__, self).f, (x,), None)
 """
 
 from __future__ import annotations
@@ -20,12 +24,31 @@ UNCONVERTED_NAMES = frozenset({"print", "super", "locals", "globals", "vars", "d
                                "exec", "breakpoint", "__import__"})
 
 
-class _CallTreeTransformer(gast.NodeTransformer):
+class _CallTreeTransformer(transformer.Transformer):
+    def __init__(self) -> None:
+        self.functions: list = []
+
+    def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
+        self.functions.append(node)
+        self.generic_visit(node)
+        self.functions.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _explicit_super(self, node: gast.Call) -> None:
+        fn = self.functions[-1] if self.functions else None
+        params = (fn.args.posonlyargs + fn.args.args) if fn is not None else []
+        if params and isinstance(params[0], gast.Name):
+            node.args = [transformer.name("__class__"), transformer.name(params[0].id)]
+
     def visit_Call(self, node: gast.Call) -> gast.expr:
         self.generic_visit(node)
         if transformer.is_ag_call(node):
             return node
         if isinstance(node.func, gast.Name) and node.func.id in UNCONVERTED_NAMES:
+            if node.func.id == "super" and not node.args and not node.keywords:
+                self._explicit_super(node)
             return node
         args = gast.Tuple(elts=node.args, ctx=gast.Load())
         if node.keywords:
@@ -43,4 +66,5 @@ class _CallTreeTransformer(gast.NodeTransformer):
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     t = _CallTreeTransformer()
+    t.functions.append(fn)
     fn.body = [t.visit(s) for s in fn.body]

@@ -10,7 +10,7 @@ import gast
 from torch_autograph.autograph.pyct import templates, transformer
 
 
-class _IfExpTransformer(gast.NodeTransformer):
+class _IfExpTransformer(transformer.Transformer):
     def visit_IfExp(self, node: gast.IfExp) -> gast.expr:
         self.generic_visit(node)
         new = templates.replace_as_expression(

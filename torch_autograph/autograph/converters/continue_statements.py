@@ -16,7 +16,7 @@ from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import transformer
 
 
-class _ContinueTransformer(gast.NodeTransformer):
+class _ContinueTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 
@@ -35,9 +35,32 @@ class _ContinueTransformer(gast.NodeTransformer):
         reset = transformer.copy_location(
             transformer.assign(flag, transformer.constant(False)), node.body[0])
         node.body = [reset] + lowering.block(node.body)
+        if not _is_read(node.body, flag):
+            # Every `continue` ended an `if` branch, so the rest went to the
+            # else branches and the flag is never consulted: drop it.
+            node.body = _without_assignments(node.body, flag)
         return node
 
     visit_While = visit_For = visit_AsyncFor = _visit_loop
+
+
+def _is_read(stmts: list, flag: str) -> bool:
+    return any(isinstance(n, gast.Name) and n.id == flag and isinstance(n.ctx, gast.Load)
+               for s in stmts for n in transformer.walk(s))
+
+
+def _without_assignments(stmts: list, flag: str) -> list:
+    out = []
+    for s in stmts:
+        if (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == flag):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(s, field, None), list) and not isinstance(
+                    s, transformer.FUNCTION_NODES):
+                setattr(s, field, _without_assignments(getattr(s, field), flag) or [gast.Pass()])
+        out.append(s)
+    return out
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

@@ -34,15 +34,18 @@ from typing import Optional
 
 import gast
 
-from torch_autograph.autograph.pyct import (activity, anno, liveness, reaching_definitions,
-                                            templates, transformer)
+from torch_autograph.autograph.converters import state as state_lib
+from torch_autograph.autograph.pyct import activity, anno, liveness, templates, transformer
 
 _Static = anno.Static
 
 
-class _ControlFlowTransformer(gast.NodeTransformer):
+class _ControlFlowTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef):
         self.ctx = ctx
+        # Names bound as parameters of the generated functions enclosing the
+        # statement being converted: never unbound there, so no Undefined init.
+        self.params: list = [frozenset()]
         self.globals: set = set()
         self.nonlocals: set = set()
         for n in transformer.walk_scope(fn.body):
@@ -58,8 +61,11 @@ class _ControlFlowTransformer(gast.NodeTransformer):
 
     # -- helpers -------------------------------------------------------------
 
-    def _state(self, modified: set, live: frozenset) -> list:
-        return sorted((modified & live) - self.globals - self.nonlocals)
+    def _state(self, node: gast.stmt, live: frozenset) -> state_lib.State:
+        modified = anno.getanno(node, _Static.MODIFIED)
+        names = sorted((modified & live) - self.globals - self.nonlocals)
+        return state_lib.State.build(names, anno.getanno(node, _Static.MODIFIED_QNS, ()),
+                                     modified | self.globals | self.nonlocals, self.ctx.namer)
 
     def _declarations(self, body: list) -> list:
         """global/nonlocal statements the generated function needs to modify those names."""
@@ -73,29 +79,44 @@ class _ControlFlowTransformer(gast.NodeTransformer):
             decls.append(gast.Nonlocal(names=sorted(modified & self.nonlocals)))
         return decls
 
-    def _function(self, fname: str, params: list, body: list, returns: gast.expr,
-                  origin: gast.AST) -> tuple[str, gast.FunctionDef]:
+    def _function(self, fname: str, state: state_lib.State, body: list, returns: gast.expr,
+                  origin: gast.AST, extra_params: tuple = ()) -> tuple[str, gast.FunctionDef]:
+        body = [s for s in body if not isinstance(s, gast.Pass)]  # the return follows
         (fn,) = templates.replace("def fname(params):\n    body\n    return ret",
-                                  fname=fname, params=params,
-                                  body=self._declarations(body) + body, ret=returns)
+                                  fname=fname, params=list(extra_params) + state.params,
+                                  body=self._declarations(body) + state.restores() + body,
+                                  ret=returns)
         return fname, transformer.copy_location(fn, origin)
 
-    @staticmethod
-    def _inits(state: list, node: gast.stmt) -> list:
+    def _visit_children(self, node: gast.stmt, params: list) -> None:
+        self.params.append(self.params[-1] | frozenset(params))
+        self.generic_visit(node)
+        self.params.pop()
+
+    def _inits(self, state: state_lib.State, node: gast.stmt,
+               incoming_used: Optional[frozenset] = None) -> list:
+        """`x = ag__.Undefined('x')` for state that may be unbound where the operator reads it.
+
+        That is a name no definition reaches, or (for an `if`) a name every
+        branch overwrites: Python never reads its incoming value, so it may be
+        unbound here even though some earlier definition reaches it.
+        """
         defined = anno.getanno(node, _Static.MAYBE_DEFINED_IN, frozenset())
         inits = []
-        for n in state:
-            if n not in defined:
+        for n in state.names:
+            if n in self.params[-1]:
+                continue  # a parameter of the enclosing generated function: bound
+            if n not in defined or (incoming_used is not None and n not in incoming_used):
                 inits += templates.replace("var = ag__.Undefined(var_name)", var=n,
                                            var_name=transformer.constant(n))
         return inits
 
     @staticmethod
-    def _result(call: gast.expr, state: list) -> gast.stmt:
+    def _result(call: gast.expr, state: state_lib.State) -> list:
         if not state:
-            return gast.Expr(value=call)
-        return gast.Assign(targets=[templates.names_tuple(state, gast.Store)], value=call,
-                           type_comment=None)
+            return [gast.Expr(value=call)]
+        return [gast.Assign(targets=[state.targets()], value=call, type_comment=None)
+                ] + state.restores()
 
     @staticmethod
     def _options(node: gast.stmt) -> Optional[gast.Dict]:
@@ -108,28 +129,27 @@ class _ControlFlowTransformer(gast.NodeTransformer):
     # -- statements ----------------------------------------------------------
 
     def visit_If(self, node: gast.If) -> list:
-        live = (anno.getanno(node, _Static.LIVE_OUT, frozenset())
-                | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
-                | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
+        incoming_used = (anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
+                         | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
+        live = anno.getanno(node, _Static.LIVE_OUT, frozenset()) | incoming_used
         # Names are taken before visiting nested statements so they number outside-in.
         true_name = self.ctx.namer.new_symbol("if_true")
         false_name = self.ctx.namer.new_symbol("if_false") if node.orelse else None
-        self.generic_visit(node)
-        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
-        ret = templates.names_tuple(state)
-        true_name, true_fn = self._function(true_name, state, node.body, ret, node)
+        state = self._state(node, live)
+        self._visit_children(node, state.params)
+        true_name, true_fn = self._function(true_name, state, node.body, state.values(), node)
         functions = [true_fn]
         if node.orelse:
             false_name, false_fn = self._function(false_name, state, node.orelse,
-                                                  templates.names_tuple(state), node)
+                                                  state.values(), node)
             functions.append(false_fn)
         else:
             false_name = transformer.constant(None)  # if_stmt keeps the state as it is
         call = templates.replace_as_expression(
             "ag__.if_stmt(test, true_name, false_name, state, names)", test=node.test,
-            true_name=true_name, false_name=false_name, state=templates.names_tuple(state),
-            names=templates.strings_tuple(state))
-        out = self._inits(state, node) + functions + [self._result(call, state)]
+            true_name=true_name, false_name=false_name, state=state.values(),
+            names=templates.strings_tuple(state.labels))
+        out = self._inits(state, node, incoming_used) + functions + self._result(call, state)
         return transformer.copy_location(out, node)
 
     def visit_While(self, node: gast.While) -> list:
@@ -137,19 +157,18 @@ class _ControlFlowTransformer(gast.NodeTransformer):
                 | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
         test_name = self.ctx.namer.new_symbol("loop_test")
         body_name = self.ctx.namer.new_symbol("loop_body")
-        self.generic_visit(node)
-        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
+        state = self._state(node, live)
+        self._visit_children(node, state.params)
         test_name, test_fn = self._function(test_name, state, [], node.test, node)
-        body_name, body_fn = self._function(body_name, state, node.body,
-                                            templates.names_tuple(state), node)
+        body_name, body_fn = self._function(body_name, state, node.body, state.values(), node)
         call = templates.replace_as_expression(
             "ag__.while_stmt(test_name, body_name, state, names)", test_name=test_name,
-            body_name=body_name, state=templates.names_tuple(state),
-            names=templates.strings_tuple(state))
+            body_name=body_name, state=state.values(),
+            names=templates.strings_tuple(state.labels))
         options = self._options(node)
         if options is not None:
             call.args.append(options)
-        out = self._inits(state, node) + [test_fn, body_fn, self._result(call, state)]
+        out = self._inits(state, node) + [test_fn, body_fn] + self._result(call, state)
         return transformer.copy_location(out, node)
 
     def visit_For(self, node: gast.For) -> list:
@@ -158,10 +177,11 @@ class _ControlFlowTransformer(gast.NodeTransformer):
         extra = anno.getanno(node, anno.Basic.EXTRA_LOOP_TEST)
         extra_name = self.ctx.namer.new_symbol("extra_test") if extra is not None else None
         body_name = self.ctx.namer.new_symbol("loop_body")
-        self.generic_visit(node)
-        state = self._state(anno.getanno(node, _Static.MODIFIED), live)
+        state = self._state(node, live)
+        target_names = activity.activity_of(node.target).modified
+        self._visit_children(node, state.params + sorted(target_names))
         body = node.body
-        if isinstance(node.target, gast.Name) and node.target.id not in state:
+        if isinstance(node.target, gast.Name) and node.target.id not in state.names:
             target_param = node.target.id
         else:
             # The target is unpacked, or must survive the loop: bind it from a fresh parameter.
@@ -172,27 +192,32 @@ class _ControlFlowTransformer(gast.NodeTransformer):
                                 type_comment=None)] + body
         out = self._inits(state, node)
         if extra is not None:
-            extra_name, extra_fn = self._function(extra_name, state, [], extra, node)
+            # The extra test reads only break/return flags: no compound restores needed.
+            flags_only = state_lib.State(state.params)
+            extra_name, extra_fn = self._function(extra_name, flags_only, [], extra, node)
             out.append(extra_fn)
         else:
             extra_name = transformer.constant(None)
-        body_name, body_fn = self._function(body_name, [target_param] + state, body,
-                                            templates.names_tuple(state), node)
+        body_name, body_fn = self._function(body_name, state, body, state.values(), node,
+                                            extra_params=(target_param,))
         call = templates.replace_as_expression(
             "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=node.iter,
-            extra_test=extra_name, body_name=body_name, state=templates.names_tuple(state),
-            names=templates.strings_tuple(state))
+            extra_test=extra_name, body_name=body_name, state=state.values(),
+            names=templates.strings_tuple(state.labels))
         options = self._options(node)
         if options is not None:
             call.args.append(options)
-        out += [body_fn, self._result(call, state)]
+        out += [body_fn] + self._result(call, state)
         return transformer.copy_location(out, node)
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
-    """Converts the control flow of `fn`'s own scope (nested defs are done separately)."""
+    """Converts the control flow of `fn`'s own scope (nested defs are done separately).
+
+    reaching_definitions.analyze(fn) must have run (the variables converter
+    shares it); liveness runs here, on the tree as it is now.
+    """
     liveness.analyze(fn)
-    reaching_definitions.analyze(fn)
     t = _ControlFlowTransformer(ctx, fn)
     new_body = []
     for s in fn.body:

@@ -64,7 +64,7 @@ def _options(call: gast.Call, ctx: transformer.ConversionContext) -> dict:
     return options
 
 
-class _DirectivesTransformer(gast.NodeTransformer):
+class _DirectivesTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

@@ -37,7 +37,7 @@ def contains(node: gast.AST, jump: type, enter_loops: bool) -> bool:
         if isinstance(n, _LOOPS) and not enter_loops and n is not node:
             todo.extend(n.orelse)  # a jump in a loop's else belongs to the outer loop
             continue
-        todo.extend(gast.iter_child_nodes(n))
+        todo.extend(transformer.iter_children(n))
     return False
 
 

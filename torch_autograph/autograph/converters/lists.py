@@ -26,7 +26,7 @@ def _method_call(node: gast.AST, method: str):
     return None
 
 
-class _ListTransformer(gast.NodeTransformer):
+class _ListTransformer(transformer.Transformer):
     def __init__(self) -> None:
         self.depth = 0  # how many if/while/for bodies enclose the current statement
 

@@ -16,7 +16,7 @@ import gast
 from torch_autograph.autograph.pyct import templates, transformer
 
 
-class _LogicalTransformer(gast.NodeTransformer):
+class _LogicalTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

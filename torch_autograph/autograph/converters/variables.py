@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import gast
 
-from torch_autograph.autograph.pyct import anno, reaching_definitions, templates, transformer
+from torch_autograph.autograph.pyct import anno, templates, transformer
 
 
-class _LoadTransformer(gast.NodeTransformer):
+class _LoadTransformer(transformer.Transformer):
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
         return node
 
@@ -31,6 +31,6 @@ class _LoadTransformer(gast.NodeTransformer):
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
-    reaching_definitions.analyze(fn)
+    """Wraps flagged loads; reaching_definitions.analyze(fn) must have run just before."""
     t = _LoadTransformer()
     fn.body = [t.visit(s) for s in fn.body]

@@ -10,13 +10,14 @@ from torch_autograph.autograph.operators.py_builtins import (
     BUILTIN_OVERLOADS, LazyEnumerate, LazyIterable, LazyRange, LazyZip, abs_, all_, any_,
     enumerate_, float_, int_, isinstance_, len_, max_, min_, range_, sorted_, sum_, zip_)
 from torch_autograph.autograph.operators.variables import (
-    Undefined, UndefinedReturnValue, is_undefined, ld, retval)
+    Undefined, UndefinedReturnValue, is_undefined, ld, ld_attr, ld_item, retval, st_attr, st_item)
 
 __all__ = [
     "StagingBackend", "register_backend", "current_backend", "is_staged",
     "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
     "loop_var_error", "and_", "or_", "not_", "assert_stmt", "list_append", "list_pop", "new_list",
     "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",
+    "ld_attr", "st_attr", "ld_item", "st_item",
     "LazyIterable", "LazyRange", "LazyEnumerate", "LazyZip", "BUILTIN_OVERLOADS",
     "len_", "int_", "float_", "abs_", "min_", "max_", "sum_", "any_", "all_", "sorted_",
     "isinstance_", "range_", "enumerate_", "zip_",

@@ -53,3 +53,54 @@ def retval(value: Any) -> Any:
     if type(value) is UndefinedReturnValue:
         return None
     return value
+
+
+# Attributes and constant subscripts assigned inside converted control flow
+# travel as state too (see converters/state.py). The loads return Undefined
+# for a symbol that does not exist yet; the stores skip identical values so
+# the plain-Python path does not re-assign anything.
+
+
+def ld_attr(obj: Any, name: str) -> Any:
+    """`obj.name`, or Undefined if it does not exist."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        return Undefined(name)
+
+
+def st_attr(obj: Any, name: str, value: Any) -> None:
+    """`obj.name = value` (deletes it for Undefined; no-op if already that object)."""
+    try:
+        current = getattr(obj, name)
+    except AttributeError:
+        current = _MISSING
+    if type(value) is Undefined:
+        if current is not _MISSING:
+            delattr(obj, name)
+    elif current is not value:
+        setattr(obj, name, value)
+
+
+def ld_item(obj: Any, key: Any) -> Any:
+    """`obj[key]`, or Undefined if there is no such item."""
+    try:
+        return obj[key]
+    except (KeyError, IndexError):
+        return Undefined(repr(key))
+
+
+def st_item(obj: Any, key: Any, value: Any) -> None:
+    """`obj[key] = value` (deletes it for Undefined; no-op if already that object)."""
+    try:
+        current = obj[key]
+    except (KeyError, IndexError):
+        current = _MISSING
+    if type(value) is Undefined:
+        if current is not _MISSING:
+            del obj[key]
+    elif current is not value:
+        obj[key] = value
+
+
+_MISSING = object()

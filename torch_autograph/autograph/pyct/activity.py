@@ -12,7 +12,7 @@ from typing import Iterable, Union
 
 import gast
 
-from torch_autograph.autograph.pyct import qual_names
+from torch_autograph.autograph.pyct import qual_names, transformer
 
 _FUNCS = (gast.FunctionDef, gast.AsyncFunctionDef)
 _COMPS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
@@ -36,7 +36,7 @@ class Activity:
     declared: set = dataclasses.field(default_factory=set)
 
 
-class _Collector(gast.NodeVisitor):
+class _Collector(transformer.Visitor):
     def __init__(self) -> None:
         self.act = Activity()
 
@@ -143,10 +143,11 @@ def function_locals(fn: Union[gast.FunctionDef, gast.Lambda]) -> set:
 def captured_by_nested_defs(fn: gast.FunctionDef) -> set:
     """Free names of `def`s nested in `fn`: these count as used everywhere."""
     captured: set = set()
-    for s in fn.body:
-        for n in gast.walk(s):
-            if isinstance(n, _FUNCS) and n is not fn:
-                c = _Collector()
-                c._visit_scope(n, n.args, n.body)
-                captured |= c.act.read
+    # Only defs of this scope: a deeper def's free names are accounted for in
+    # the free names of the def that encloses it.
+    for n in transformer.walk_scope(fn.body):
+        if isinstance(n, _FUNCS):
+            c = _Collector()
+            c._visit_scope(n, n.args, n.body)
+            captured |= c.act.read
     return captured

@@ -30,6 +30,7 @@ class Static(enum.Enum):
     MAYBE_DEFINED_IN = "frozenset of names some definition of which may reach the statement"
     MAYBE_UNDEFINED = "True on a Name load that no definition reaches on every path"
     MODIFIED = "frozenset of names the statement assigns (any depth, same scope)"
+    MODIFIED_QNS = "frozenset of attributes/subscripts (QN) the statement assigns"
     READ = "frozenset of names the statement reads (any depth, same scope)"
 
 

@@ -32,13 +32,10 @@ class _Liveness:
             a = self._act_cache[key] = activity.activity_of(node)
         return a
 
-    def _state_reads(self, s: gast.stmt, live_out: frozenset) -> frozenset:
-        # The converted statement passes its state (modified names live after
-        # it) into the operator call, so it reads them on entry even when
-        # Python would overwrite them first.
-        modified = frozenset(self.act(s).modified)
-        anno.setanno(s, _Static.MODIFIED, modified)
-        return modified & live_out
+    def _annotate_modified(self, s: gast.stmt) -> None:
+        act = self.act(s)
+        anno.setanno(s, _Static.MODIFIED, frozenset(act.modified))
+        anno.setanno(s, _Static.MODIFIED_QNS, frozenset(act.modified_qns))
 
     def block(self, stmts: Iterable[gast.stmt], live_out: frozenset) -> frozenset:
         live = live_out
@@ -54,7 +51,8 @@ class _Liveness:
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, t)
             anno.setanno(s, _Static.ORELSE_LIVE_IN, e)
-            return frozenset(self.act(s.test).read) | t | e | self._state_reads(s, live_out)
+            self._annotate_modified(s)
+            return frozenset(self.act(s.test).read) | t | e
         if isinstance(s, gast.While):
             after = self.block(s.orelse, live_out)
             head = after | frozenset(self.act(s.test).read)
@@ -66,7 +64,8 @@ class _Liveness:
                 head = new_head
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
-            return head | self._state_reads(s, live_out)
+            self._annotate_modified(s)
+            return head
         if isinstance(s, (gast.For, gast.AsyncFor)):
             after = self.block(s.orelse, live_out)
             targets = frozenset(self.act(s.target).modified)
@@ -81,7 +80,8 @@ class _Liveness:
                 head = new_head
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
-            return head | frozenset(self.act(s.iter).read) | self._state_reads(s, live_out)
+            self._annotate_modified(s)
+            return head | frozenset(self.act(s.iter).read)
         if isinstance(s, gast.Return):
             return frozenset(self.act(s).read) | self.always_live
         if isinstance(s, gast.Try):

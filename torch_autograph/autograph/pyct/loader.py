@@ -6,10 +6,35 @@ maps each of its lines to the user's.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import linecache
 import types
 from typing import Any
+
+
+class _CompactUnparser(getattr(ast, "_Unparser", object)):
+    """ast.unparse without the blank line before each nested def (STYLE.md's layout)."""
+
+    _skip_blank = False
+
+    def _function_helper(self, node: ast.AST, fill_suffix: str) -> None:
+        # The helper opens with an extra maybe_newline() (the blank line) before fill().
+        self._skip_blank = True
+        super()._function_helper(node, fill_suffix)
+
+    def maybe_newline(self) -> None:
+        if self._skip_blank:
+            self._skip_blank = False
+            return
+        super().maybe_newline()
+
+
+def unparse(tree: ast.AST) -> str:
+    """Source text of `tree`, compact: no blank lines between statements."""
+    if _CompactUnparser.__bases__ == (object,):  # no private unparser in this Python
+        return ast.unparse(tree)
+    return _CompactUnparser().visit(tree)
 
 
 def generated_filename(name: str, key: str) -> str:

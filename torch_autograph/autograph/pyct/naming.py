@@ -6,6 +6,8 @@ from typing import Iterable
 
 import gast
 
+from torch_autograph.autograph.pyct import transformer
+
 
 class Namer:
     """Hands out identifiers that do not clash with any name in the user's code.
@@ -22,7 +24,7 @@ class Namer:
     def for_tree(cls, node: gast.AST) -> "Namer":
         """A namer that avoids every identifier appearing anywhere in `node`."""
         used = set()
-        for n in gast.walk(node):
+        for n in transformer.walk(node):
             if isinstance(n, gast.Name):
                 used.add(n.id)
             elif isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):

@@ -44,25 +44,43 @@ class Origin:
 _ORIGINS: dict[str, dict[int, Origin]] = {}
 
 
+def _statements(tree: ast.AST) -> list:
+    """Statements in source order (ast.unparse writes each simple one on its own line)."""
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.stmt, ast.excepthandler)):
+            out.append(node)
+        for field in ("handlers", "finalbody", "orelse", "body"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                todo.extend(reversed(children))
+    return out
+
+
 def build_line_map(user_tree: ast.AST, generated_tree: ast.AST, user_filename: str,
                    function_name: str) -> dict[int, Origin]:
-    """Pairs nodes of the tree that was unparsed with the tree re-parsed from its text.
+    """Pairs statements of the tree that was unparsed with the tree re-parsed from its text.
 
     `user_tree` carries user line numbers (generated nodes copy theirs from the
     user statement they stand for); `generated_tree` is `ast.parse` of the
-    generated source, so the two walk in lockstep. The outermost node of each
-    generated line (met first, breadth first) decides its origin.
+    generated source, so their statements correspond one to one.
     """
     line_map: dict[int, Origin] = {}
-    for old, new in zip(ast.walk(user_tree), ast.walk(generated_tree)):
+    lines: dict[int, str] = {}
+    for old, new in zip(_statements(user_tree), _statements(generated_tree)):
         if type(old) is not type(new):
             break  # unparse/parse round trip diverged; keep what matched
         old_line = getattr(old, "lineno", None)
-        new_line = getattr(new, "lineno", None)
-        if old_line is None or new_line is None or new_line in line_map:
+        if old_line is None or new.lineno in line_map:
             continue
-        line_map[new_line] = Origin(user_filename, old_line, function_name,
-                                    linecache.getline(user_filename, old_line).strip())
+        if old_line not in lines:
+            lines[old_line] = linecache.getline(user_filename, old_line).strip()
+        origin = Origin(user_filename, old_line, function_name, lines[old_line])
+        # A compound statement owns only its header line; its body maps itself.
+        last = new.lineno if hasattr(new, "body") else (new.end_lineno or new.lineno)
+        for line in range(new.lineno, last + 1):
+            line_map.setdefault(line, origin)
     return line_map
 
 

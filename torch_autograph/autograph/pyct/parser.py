@@ -73,14 +73,22 @@ def _find_lambda(f: types.FunctionType, filename: str) -> gast.Lambda:
             if names == argnames:
                 candidates.append(node)
     if len(candidates) > 1:
-        # The columns of the lambda's body instructions tell lambdas on one
-        # line apart (co_positions, Python >= 3.11).
-        cols = {c for (l, _, c, _) in code.co_positions() if l == lineno and c}
-        narrowed = [n for n in candidates
-                    if any(n.body.col_offset <= c < n.body.end_col_offset for c in cols)
-                    and n.body.lineno == lineno]
-        # Innermost wins when lambdas nest (an outer body contains the inner one).
-        narrowed.sort(key=lambda n: n.body.end_col_offset - n.body.col_offset)
+        # The source positions of the lambda's instructions (co_positions,
+        # Python >= 3.11) all lie inside its own body: keep the lambdas whose
+        # body spans every one of them, innermost first (an outer lambda's
+        # body contains an inner one's).
+        spans = [(l, c, el, ec) for (l, el, c, ec) in code.co_positions()
+                 if l is not None and c is not None and (c, ec) != (0, 0)]
+
+        def encloses(n: gast.Lambda) -> bool:
+            b = n.body
+            return all((b.lineno, b.col_offset) <= (l, c) and (el, ec) <= (b.end_lineno,
+                                                                             b.end_col_offset)
+                       for (l, c, el, ec) in spans)
+
+        narrowed = [n for n in candidates if encloses(n)] if spans else []
+        narrowed.sort(key=lambda n: (n.body.end_lineno - n.body.lineno,
+                                     n.body.end_col_offset - n.body.col_offset))
         candidates = narrowed[:1] if narrowed else candidates
     if len(candidates) != 1:
         src = lines[lineno - 1].strip()

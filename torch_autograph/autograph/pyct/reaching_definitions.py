@@ -13,7 +13,7 @@ from typing import Iterable
 
 import gast
 
-from torch_autograph.autograph.pyct import activity, anno
+from torch_autograph.autograph.pyct import activity, anno, transformer
 
 _Static = anno.Static
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
@@ -35,7 +35,7 @@ class _Defs:
                 continue
             if isinstance(n, _SCOPES):
                 continue  # runs later, or has its own bindings
-            todo.extend(gast.iter_child_nodes(n))
+            todo.extend(transformer.iter_children(n))
 
     def block(self, stmts: Iterable[gast.stmt], maybe: frozenset, must: frozenset):
         for s in stmts:

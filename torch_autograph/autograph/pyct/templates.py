@@ -11,18 +11,46 @@ tuple placeholder into several names.
 
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Any, Sequence
 
 import gast
 
+from torch_autograph.autograph.pyct import transformer
+
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(template: str) -> gast.Module:
     # Parsing dominates conversion time; templates are few and immutable, so
-    # parse each once and hand out deep copies.
-    return gast.parse(template)
+    # parse each once and hand out copies. Their own line numbers are
+    # meaningless: cleared so copy_location gives them the user's.
+    module = gast.parse(template)
+    for node in gast.walk(module):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = node.col_offset = node.end_col_offset = None
+    return module
+
+
+def copy_tree(node: Any) -> Any:
+    """A deep copy of an AST node or list (much faster than copy.deepcopy).
+
+    Annotations are copied shallowly: the copy gets its own annotation dict.
+    """
+    if isinstance(node, list):
+        return [copy_tree(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    cls = node.__class__
+    new = cls.__new__(cls)
+    d = new.__dict__
+    for key, value in node.__dict__.items():
+        if isinstance(value, (list, gast.AST)):
+            d[key] = copy_tree(value)
+        elif isinstance(value, dict):
+            d[key] = dict(value)
+        else:
+            d[key] = value
+    return new
 
 
 def _set_ctx(node: gast.AST, ctx: type) -> None:
@@ -47,7 +75,7 @@ def strings_tuple(strings: Sequence[str]) -> gast.Tuple:
     return gast.Tuple(elts=[gast.Constant(s, None) for s in strings], ctx=gast.Load())
 
 
-class _Replacer(gast.NodeTransformer):
+class _Replacer(transformer.Transformer):
     def __init__(self, replacements: dict[str, Any]):
         self.replacements = replacements
         self.used: set[str] = set()
@@ -56,7 +84,7 @@ class _Replacer(gast.NodeTransformer):
         # The first use takes the node itself; later uses get copies, so a
         # node never appears twice in the tree.
         if key in self.used:
-            return copy.deepcopy(node)
+            return copy_tree(node)
         self.used.add(key)
         return node
 
@@ -65,8 +93,7 @@ class _Replacer(gast.NodeTransformer):
             value = self.replacements[node.value.id]
             if isinstance(value, list) and (not value or isinstance(value[0], gast.stmt)):
                 return self._fresh(node.value.id, value)
-        self.generic_visit(node)
-        return node
+        return self.generic_visit(node)
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> Any:
         if node.name in self.replacements:
@@ -81,24 +108,7 @@ class _Replacer(gast.NodeTransformer):
             else:
                 new_args.append(a)
         node.args.args = new_args
-        node.body = self._visit_body(node.body)
-        return node
-
-    def _visit_body(self, body: list) -> list:
-        out = []
-        for stmt in body:
-            res = self.visit(stmt)
-            if isinstance(res, list):
-                out.extend(res)
-            elif res is not None:
-                out.append(res)
-        return out
-
-    def generic_visit(self, node: gast.AST) -> gast.AST:
-        for field, old in gast.iter_fields(node):
-            if isinstance(old, list) and old and isinstance(old[0], gast.stmt):
-                setattr(node, field, self._visit_body(old))
-        return super().generic_visit(node)
+        return self.generic_visit(node)
 
     def visit_Name(self, node: gast.Name) -> Any:
         if node.id not in self.replacements:
@@ -118,8 +128,8 @@ class _Replacer(gast.NodeTransformer):
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
     """Returns the template's statements with placeholders substituted."""
-    module = copy.deepcopy(_parse_cached(template))
-    return _Replacer(replacements)._visit_body(module.body)
+    module = copy_tree(_parse_cached(template))
+    return _Replacer(replacements).generic_visit(module).body
 
 
 def replace_as_expression(template: str, **replacements: Any) -> gast.expr:

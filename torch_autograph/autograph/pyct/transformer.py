@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 import gast
 
-from torch_autograph.autograph.pyct import naming
+if TYPE_CHECKING:
+    from torch_autograph.autograph.pyct import naming
 
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
+_LEAVES = (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
 
 
 @dataclasses.dataclass
@@ -24,13 +26,34 @@ class ConversionContext:
             directives to recognise `set_loop_options`); returns `MISSING`.
     """
 
-    namer: naming.Namer
+    namer: "naming.Namer"
     filename: str
     function_name: str
     namespace: Callable[[str], Any] = lambda name: MISSING
 
 
 MISSING = object()
+
+
+def iter_children(node: gast.AST):
+    """Child nodes of `node` (like ast.iter_child_nodes, faster, skipping ctx/op leaves)."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            for v in value:
+                if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                    yield v
+        elif isinstance(value, gast.AST) and not isinstance(value, _LEAVES):
+            yield value
+
+
+def walk(node: gast.AST):
+    """All nodes under `node` (including it), depth first; ctx/op leaves skipped."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(iter_children(n))
 
 
 def copy_location(new: Any, old: gast.AST) -> Any:
@@ -51,7 +74,7 @@ def copy_location(new: Any, old: gast.AST) -> Any:
                 continue
             n.lineno, n.col_offset = lineno, 0
             n.end_lineno, n.end_col_offset = lineno, 0
-        todo.extend(gast.iter_child_nodes(n))
+        todo.extend(iter_children(n))
     return new
 
 
@@ -60,7 +83,7 @@ def nested_functions(fn: gast.AST) -> list:
     found = []
 
     def visit(node: gast.AST) -> None:
-        for child in gast.iter_child_nodes(node):
+        for child in iter_children(node):
             visit(child)
             if isinstance(child, FUNCTION_NODES):
                 found.append(child)
@@ -90,7 +113,7 @@ def walk_scope(stmts: Iterable[gast.AST]):
         yield n
         if isinstance(n, FUNCTION_NODES + (gast.ClassDef, gast.Lambda)):
             continue
-        todo.extend(list(gast.iter_child_nodes(n))[::-1])
+        todo.extend(list(iter_children(n))[::-1])
 
 
 def name(id_: str, ctx: type = gast.Load) -> gast.Name:
@@ -113,3 +136,58 @@ def and_exprs(first: gast.expr, second: Optional[gast.expr]) -> gast.expr:
     if second is None:
         return first
     return gast.BoolOp(op=gast.And(), values=[first, second])
+
+
+
+class Transformer:
+    """A leaner `ast.NodeTransformer`: same protocol (`visit_<Class>`, return a node,
+    a list of statements or None), with per-class method lookup cached and no
+    descent into context/operator leaves. Conversion time is mostly AST
+    walking, so this matters.
+    """
+
+    _method_cache: dict = {}
+
+    def visit(self, node: gast.AST) -> Any:
+        key = (self.__class__, node.__class__)
+        method = Transformer._method_cache.get(key)
+        if method is None:
+            method = getattr(self.__class__, "visit_" + node.__class__.__name__, None) or \
+                self.__class__.generic_visit
+            Transformer._method_cache[key] = method
+        return method(self, node)
+
+    def generic_visit(self, node: gast.AST) -> gast.AST:
+        for field in node._fields:
+            old = getattr(node, field, None)
+            if isinstance(old, list):
+                new = []
+                for v in old:
+                    if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                        r = self.visit(v)
+                        if r is None:
+                            continue
+                        if isinstance(r, list):
+                            new.extend(r)
+                            continue
+                        v = r
+                    new.append(v)
+                old[:] = new
+            elif isinstance(old, gast.AST) and not isinstance(old, _LEAVES):
+                setattr(node, field, self.visit(old))
+        return node
+
+
+class Visitor(Transformer):
+    """A read-only walk with the same dispatch (visit_* methods return nothing)."""
+
+    def generic_visit(self, node: gast.AST) -> gast.AST:
+        for field in node._fields:
+            old = getattr(node, field, None)
+            if isinstance(old, list):
+                for v in old:
+                    if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                        self.visit(v)
+            elif isinstance(old, gast.AST) and not isinstance(old, _LEAVES):
+                self.visit(old)
+        return node

@@ -1,0 +1,260 @@
+"""Each converter alone on a small snippet: its docstring's before/after, pinned."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import gast
+
+from torch_autograph.autograph import experimental
+from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
+                                                  conditional_expressions, continue_statements,
+                                                  control_flow, directives, functions, lists,
+                                                  logical_expressions, return_statements,
+                                                  variables)
+from torch_autograph.autograph.pyct import loader, naming, reaching_definitions, transformer
+
+
+def convert(src: str, *steps, namespace=None) -> str:
+    node = gast.parse(textwrap.dedent(src)).body[0]
+    ctx = transformer.ConversionContext(naming.Namer.for_tree(node), "<test>", node.name,
+                                        namespace or (lambda name: transformer.MISSING))
+    for step in steps:
+        if step is variables or step is control_flow:
+            reaching_definitions.analyze(node)
+        step.transform(node, ctx)
+    tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[node], type_ignores=[])))
+    return loader.unparse(tree) + "\n"
+
+
+def expect(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def test_break_statements():
+    assert convert("""
+        def f(n):
+            i = 0
+            while i < n:
+                i += 1
+                if i > 3:
+                    break
+                g(i)
+            else:
+                i = -1
+            return i
+    """, break_statements) == expect("""
+        def f(n):
+            i = 0
+            break_ = False
+            while not break_ and i < n:
+                i += 1
+                if i > 3:
+                    break_ = True
+                else:
+                    g(i)
+            if not break_:
+                i = -1
+            return i
+    """)
+
+
+def test_break_guard_when_not_last_in_branch():
+    assert convert("""
+        def f(xs):
+            for x in xs:
+                if x:
+                    g(x)
+                    if x > 1:
+                        break
+                    h(x)
+                k(x)
+    """, break_statements) == expect("""
+        def f(xs):
+            break_ = False
+            for x in xs:
+                if x:
+                    g(x)
+                    if x > 1:
+                        break_ = True
+                    else:
+                        h(x)
+                if not break_:
+                    k(x)
+    """)
+
+
+def test_continue_statements():
+    assert convert("""
+        def f(xs):
+            for x in xs:
+                if x < 0:
+                    g(x)
+                    if x < -5:
+                        continue
+                    h(x)
+                s(x)
+    """, continue_statements) == expect("""
+        def f(xs):
+            for x in xs:
+                continue_ = False
+                if x < 0:
+                    g(x)
+                    if x < -5:
+                        continue_ = True
+                    else:
+                        h(x)
+                if not continue_:
+                    s(x)
+    """)
+
+
+def test_return_statements():
+    assert convert("""
+        def f(xs):
+            for x in xs:
+                if x > 0:
+                    return x
+            return -1
+    """, return_statements) == expect("""
+        def f(xs):
+            do_return = False
+            retval_ = ag__.UndefinedReturnValue()
+            for x in xs:
+                if x > 0:
+                    do_return = True
+                    retval_ = x
+            if not do_return:
+                do_return = True
+                retval_ = -1
+            return ag__.retval(retval_)
+    """)
+
+
+def test_single_final_return_is_untouched():
+    src = "def f(x):\n    y = x\n    return y\n"
+    assert convert(src, return_statements) == src
+
+
+def test_asserts_lists_calls():
+    assert convert("""
+        def f(x, l):
+            assert x, 'msg'
+            assert x
+            for i in x:
+                l.append(g(i, *x, k=1))
+                y = l.pop()
+                l.pop(0)
+            print(len(l))
+            return super().f()
+    """, asserts, lists, call_trees) == expect("""
+        def f(x, l):
+            ag__.assert_stmt(x, lambda: 'msg')
+            ag__.assert_stmt(x)
+            for i in x:
+                l = ag__.list_append(l, ag__.converted_call(g, (i, *x), {'k': 1}))
+                l, y = ag__.list_pop(l)
+                l = ag__.list_pop(l, 0)[0]
+            print(ag__.converted_call(len, (l,), None))
+            return ag__.converted_call(super(__class__, x).f, (), None)
+    """)
+
+
+def test_conditional_and_logical_expressions():
+    assert convert("""
+        def f(a, b, c):
+            return (a if b else c), a and b and not c, a or b, 0 < a < f(b) < c
+    """, conditional_expressions, logical_expressions) == expect("""
+        def f(a, b, c):
+            return (ag__.if_exp(b, lambda: a, lambda: c), ag__.and_(a, lambda: ag__.and_(b, lambda: ag__.not_(c))), ag__.or_(a, lambda: b), ag__.and_(0 < a, lambda: ag__.and_(a < (cmp_ := f(b)), lambda: cmp_ < c)))
+    """)
+
+
+def test_variables_wraps_possibly_unbound_loads():
+    assert convert("""
+        def f(c):
+            if c:
+                y = 1
+            z = 2
+            return y + z
+    """, variables) == expect("""
+        def f(c):
+            if c:
+                y = 1
+            z = 2
+            return ag__.ld(y) + z
+    """)
+
+
+def test_control_flow_state_and_undefined():
+    assert convert("""
+        def f(x, n):
+            while x < n:
+                if x > 2:
+                    y = x
+                else:
+                    y = 0
+                x = x + y
+            return x
+    """, control_flow) == expect("""
+        def f(x, n):
+            def loop_test(x):
+                return x < n
+            def loop_body(x):
+                y = ag__.Undefined('y')
+                def if_true(y):
+                    y = x
+                    return (y,)
+                def if_false(y):
+                    y = 0
+                    return (y,)
+                y, = ag__.if_stmt(x > 2, if_true, if_false, (y,), ('y',))
+                x = x + y
+                return (x,)
+            x, = ag__.while_stmt(loop_test, loop_body, (x,), ('x',))
+            return x
+    """)
+
+
+def test_control_flow_for_target_that_outlives_the_loop():
+    assert convert("""
+        def f(xs):
+            for i, x in xs:
+                pass
+            return i
+    """, control_flow) == expect("""
+        def f(xs):
+            i = ag__.Undefined('i')
+            def loop_body(itr, i):
+                i, x = itr
+                return (i,)
+            i, = ag__.for_stmt(xs, None, loop_body, (i,), ('i',))
+            return i
+    """)
+
+
+def test_directives_become_loop_options():
+    namespace = {"experimental": experimental}.get
+    out = convert("""
+        def f(x):
+            for i in range(3):
+                experimental.set_loop_options(maximum_iterations=2)
+                x = x + i
+            return x
+    """, directives, control_flow,
+        namespace=lambda name: namespace(name, transformer.MISSING))
+    assert "ag__.for_stmt(range(3), None, loop_body, (x,), ('x',), {'maximum_iterations': 2})" \
+        in out and "set_loop_options" not in out
+
+
+def test_functions_prepares_signature():
+    node = gast.parse("f = lambda a, b=K: a + b").body[0].value
+    ctx = transformer.ConversionContext(naming.Namer([]), "<test>", "lambda_")
+    fn = functions.transform(node, ctx)
+    tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[fn], type_ignores=[])))
+    assert loader.unparse(tree) == "def lambda_(a, b=None):\n    return a + b"
+    node = gast.parse("@deco\ndef g(x: int = 1) -> int:\n    return x").body[0]
+    tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(
+        body=[functions.transform(node, ctx)], type_ignores=[])))
+    assert loader.unparse(tree) == "def g(x=1):\n    return x"

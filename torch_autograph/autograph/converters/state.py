@@ -1,0 +1,95 @@
+"""The state a converted `if`/loop threads through its generated functions.
+
+Simple names travel as parameters and return values. Attributes and
+constant subscripts the statement assigns (`self.y`, `d['k']`) travel the
+same way under a local alias, read with `ag__.ld_attr`/`ag__.ld_item` and
+written back with `ag__.st_attr`/`ag__.st_item`, so a staged `cond` can
+trace each branch from the same starting values:
+
+    if c:                          def if_true(self_y):
+        self.y = self.y + 1            ag__.st_attr(self, 'y', self_y)
+                          ->           self.y = self.y + 1
+                                       return (ag__.ld_attr(self, 'y'),)
+                                   self_y, = ag__.if_stmt(c, if_true, None,
+                                                          (ag__.ld_attr(self, 'y'),), ('self.y',))
+                                   ag__.st_attr(self, 'y', self_y)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import gast
+
+from torch_autograph.autograph.pyct import qual_names, templates, transformer
+
+
+def _expr(qn: qual_names.QN) -> gast.expr:
+    """The Load expression of a qualified name."""
+    if qn.parent is None:
+        return transformer.name(qn.name)
+    parent = _expr(qn.parent)
+    if qn.subscript:
+        return gast.Subscript(value=parent, slice=transformer.constant(qn.name),
+                              ctx=gast.Load())
+    return gast.Attribute(value=parent, attr=qn.name, ctx=gast.Load())
+
+
+def _accessor(qn: qual_names.QN, op: str) -> str:
+    return f"ag__.{op}_item" if qn.subscript else f"ag__.{op}_attr"
+
+
+@dataclasses.dataclass
+class State:
+    """Names (and aliased compound symbols) of one statement's state.
+
+    Attributes:
+        names: simple variable names, sorted.
+        compounds: (qualified name, local alias) pairs, sorted by name.
+    """
+
+    names: list
+    compounds: list = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def build(cls, names: list, qns, excluded_roots: set, namer) -> "State":
+        compounds = []
+        for qn in sorted((q for q in qns if not q.is_simple), key=str):
+            if qn.root.name in excluded_roots:
+                continue  # the base itself changes inside: its attributes are not stable
+            alias = namer.new_symbol(re.sub(r"\W+", "_", str(qn)).strip("_"))
+            compounds.append((qn, alias))
+        return cls(list(names), compounds)
+
+    @property
+    def params(self) -> list:
+        return self.names + [alias for _, alias in self.compounds]
+
+    @property
+    def labels(self) -> list:
+        return self.names + [str(qn) for qn, _ in self.compounds]
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.compounds)
+
+    def values(self) -> gast.Tuple:
+        """The current values: `(x, ag__.ld_attr(self, 'y'))`."""
+        elts = [transformer.name(n) for n in self.names]
+        for qn, _ in self.compounds:
+            elts.append(templates.replace_as_expression(
+                f"{_accessor(qn, 'ld')}(parent, key)", parent=_expr(qn.parent),
+                key=transformer.constant(qn.name)))
+        return gast.Tuple(elts=elts, ctx=gast.Load())
+
+    def targets(self) -> gast.Tuple:
+        return templates.names_tuple(self.params, gast.Store)
+
+    def restores(self) -> list:
+        """Statements writing the aliases back into their symbols."""
+        out = []
+        for qn, alias in self.compounds:
+            out += templates.replace(f"{_accessor(qn, 'st')}(parent, key, alias)",
+                                     parent=_expr(qn.parent),
+                                     key=transformer.constant(qn.name), alias=alias)
+        return out
