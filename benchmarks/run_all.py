@@ -21,12 +21,13 @@ from harness import Row, Settings, print_rows  # noqa: E402  (sets OMP_NUM_THREA
 
 import torch  # noqa: E402
 
+import bench_autograph  # noqa: E402
 import bench_call_overhead  # noqa: E402
 import bench_elementwise_chain  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_tracing  # noqa: E402
 
-BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing]
+BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph]
 
 
 def main() -> int:

@@ -33,7 +33,7 @@ import torch
 
 from . import nest
 from . import signatures as sig
-from .backends.torch_codegen import compile_graph
+from .backends.torch_codegen import compile_graph, runtime_error_note
 from .config import _config
 from .errors import InvalidArgumentError
 from .graph import tracer
@@ -126,7 +126,11 @@ class ConcreteFunction:
         flat: list[torch.Tensor] = []
         for name, value in bound.items():
             _collect_inputs(self._arg_types[name], value, name, flat, self.name)
-        out = self._fn(*flat)
+        try:
+            out = self._fn(*flat)
+        except Exception as e:
+            _note_runtime_error(e, self)
+            raise
         return out if self._pack is None else self._pack(out)
 
     def _guards_hold(self) -> bool:
@@ -195,6 +199,19 @@ class ConcreteFunction:
 
     def __repr__(self) -> str:
         return f"<ConcreteFunction {self.name} at {id(self):#x}>"
+
+
+def _note_runtime_error(e: BaseException, cf: "ConcreteFunction") -> None:
+    """Name the user line whose op failed while a graph ran (once per exception)."""
+    if getattr(e, "_ta_runtime_note", False):
+        return
+    note = runtime_error_note(e, cf._fn)
+    if note is not None:
+        try:
+            e.add_note(note)
+            e._ta_runtime_note = True
+        except (AttributeError, TypeError):
+            pass
 
 
 def _public_type(t: Any) -> Any:
@@ -368,7 +385,11 @@ class Function:
                     and (not cf._guards or cf._guards_hold())):
                 m = self._monitor
                 m.calls = cf._last_used = m.calls + 1
-                out = cf._fn(a)
+                try:
+                    out = cf._fn(a)
+                except Exception as e:
+                    _note_runtime_error(e, cf)
+                    raise
                 return out if cf._pack is None else cf._pack(out)
         if not kwargs and not _config.run_eagerly:
             key: list = [_is_grad_enabled()]
@@ -387,7 +408,11 @@ class Function:
                     if not cf._guards or cf._guards_hold():
                         m = self._monitor
                         m.calls = cf._last_used = m.calls + 1
-                        out = cf._fn(*args) if positions is None else cf._fn(*[args[i] for i in positions])
+                        try:
+                            out = cf._fn(*args) if positions is None else cf._fn(*[args[i] for i in positions])
+                        except Exception as e:
+                            _note_runtime_error(e, cf)
+                            raise
                         return out if cf._pack is None else cf._pack(out)
         return self._call_slow(args, kwargs)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 from torch_autograph import errors
 from torch_autograph.autograph import conversion, experimental, operators
 from torch_autograph.autograph.operators import py_builtins
-from torch_autograph.autograph.pyct import loader, parser
+from torch_autograph.autograph.pyct import loader
 
 # Module names (first component) whose functions are never converted: decided
 # by name so that nothing has to be imported.
@@ -115,8 +115,6 @@ def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.F
         template = _template(fn, strict)
         if template is not None:
             converted = loader.rebind(template.template, fn, {"ag__": AG})
-    elif strict and getattr(fn, _DO_NOT_CONVERT, False) is False and _is_library(fn):
-        pass  # library code runs as-is; not an error
     if len(_cache.instances) >= _MAX_INSTANCES:
         _cache.instances.clear()
     _cache.instances[id(fn)] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__,
@@ -222,9 +220,6 @@ def to_graph(f: Callable) -> Callable:
         ConversionError: when `f` cannot be converted.
     """
     fn, self_ = _unwrap(f)
-    if not _convertible(fn) and not getattr(fn, _DO_NOT_CONVERT, False):
-        # Library functions are never converted, but to_graph on one is an explicit request.
-        pass
     template = _template(fn, strict=True)
     converted = loader.rebind(template.template, fn, {"ag__": AG})
     return converted if self_ is None else types.MethodType(converted, self_)

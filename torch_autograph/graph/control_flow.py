@@ -480,7 +480,7 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
 
     leaf_invariants = {k: invariants[i] for k, i in enumerate(leaf_top) if i in invariants and len(chunks[i]) == 1}
     leaf_require = {k for k, i in enumerate(leaf_top) if i in set(require_iteration)}
-    promote: set[int] = set()
+    promote: dict[int, Value] = {}
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
     for _ in range(8):
@@ -488,8 +488,8 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
                             maximum_iterations, origin, promote, leaf_require, refined, inferred)
         if result is _RETRY:
             continue
-        if isinstance(result, set):
-            promote |= result
+        if isinstance(result, tuple) and result and result[0] is _PROMOTE:
+            promote.update(result[1])
             continue
         if isinstance(result, dict):
             refined.update(result)
@@ -514,7 +514,7 @@ def _loop_name(names: Sequence[str] | None, i: int) -> str:
 
 def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
-               origin: SourceLocation | None, promote: set[int], require: set[int],
+               origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
                refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
@@ -523,7 +523,10 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         if i in inferred:
             v = inferred[i]
         if i in promote and _leaf_kind(v) in ("pyscalar", "scalar"):
-            v = torch.tensor(v)
+            # A Python number the body turns into a tensor (`total = 0; total += t`): start it as a
+            # tensor of the type the body gives it, as `0 + t` would.
+            like = promote[i]
+            v = torch.tensor(v, dtype=like.dtype, device=like.device)
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
@@ -567,7 +570,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         raise TypeError(f"the loop body{_where(origin)} returned {len(body_out)} values for {len(inits)} loop "
                         f"variables")
     # 3. Check the body's outputs against the loop variables.
-    need_promotion: set[int] = set()
+    need_promotion: dict[int, Value] = {}
     refine: dict[int, Value] = {}
     new_inits: dict[int, Any] = {}
     outs: list[Any] = []
@@ -595,7 +598,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
             raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
                             f"loop{_where(origin)}: {lv.type_str()} before, {_describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
-            need_promotion.add(i)
+            need_promotion[i] = _to_value(bb, out)
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
             ov = _as_tensor_in(bb, out, lv)
@@ -629,7 +632,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         inferred.update(new_inits)
         return _RETRY
     if need_promotion:
-        return need_promotion
+        return (_PROMOTE, need_promotion)
     if refine:
         return refine
     cond_value = _cond_output(cb, pred, origin)
@@ -705,6 +708,7 @@ def _relaxed(a: Any, b: Any) -> str:
 
 
 _RETRY = object()
+_PROMOTE = object()
 
 
 def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:

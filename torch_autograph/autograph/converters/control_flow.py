@@ -43,8 +43,10 @@ _Static = anno.Static
 class _ControlFlowTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef):
         self.ctx = ctx
-        # Names bound as parameters of the generated functions enclosing the
-        # statement being converted: never unbound there, so no Undefined init.
+        # Parameters of the generated function immediately enclosing the
+        # statement being converted: bound there, so no Undefined init. (Only
+        # the innermost: a function that assigns a name makes it local, so an
+        # outer function's parameter of that name is not visible.)
         self.params: list = [frozenset()]
         self.globals: set = set()
         self.nonlocals: set = set()
@@ -89,7 +91,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         return fname, transformer.copy_location(fn, origin)
 
     def _visit_children(self, node: gast.stmt, params: list) -> None:
-        self.params.append(self.params[-1] | frozenset(params))
+        self.params.append(frozenset(params))
         self.generic_visit(node)
         self.params.pop()
 

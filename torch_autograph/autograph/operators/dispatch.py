@@ -24,7 +24,12 @@ the same length. Values may be:
   for the error message).
 - `UndefinedReturnValue()`: the function's return slot (`retval_`) before any
   `return` ran. Reads of it are always guarded by the `do_return` flag, so
-  the backend may fill it with any value of the other branch's type.
+  the backend may fill it with any value of the other branch's type (in a
+  `cond`), or of the type the body gives it (in a loop, where it is
+  UndefinedReturnValue on entry and a value after a `return` inside the
+  body): unlike a user variable it needs no "loop ran at least once" check.
+  Its name is generated (`retval_`, `retval__1`, ...): test the value's
+  type, not the name.
 - break / continue / return flags (`break_`, `continue_`, `do_return`) are
   ordinary state variables (Python bool, or staged once set under a staged
   condition). `while_stmt` folds them into `test_fn`; `for_stmt` passes them

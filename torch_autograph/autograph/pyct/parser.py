@@ -11,7 +11,7 @@ import inspect
 import linecache
 import textwrap
 import types
-from typing import Callable, Optional
+from typing import Callable
 
 import gast
 
