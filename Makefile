@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) examples/quickstart.py
+	$(PY) examples/control_flow.py
 	$(PY) examples/train_classifier.py
 
 test: $(STAMP)

@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart.py", "train_classifier.py"])
+@pytest.mark.parametrize("name", ["quickstart.py", "control_flow.py", "train_classifier.py"])
 def test_example_runs(name, capsys):
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
     out = capsys.readouterr().out
