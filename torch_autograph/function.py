@@ -567,7 +567,7 @@ class Function:
         recent = m.trace_calls[-5:]
         if len(recent) == 5 and m.calls - recent[0][0] < 10 and m.warned < 2:
             m.warned += 1
-            window = m.calls - recent[0][0] + 1
+            window = max(m.calls - recent[0][0] + 1, len(recent))  # traces by get_concrete_function count too
             why = "\n".join(f"  - {e}" for _, e in recent)
             logger.warning(
                 "%d out of the last %d calls to %s triggered retracing. Tracing is expensive; the reasons were:\n%s\n"

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from .graph import control_flow, tracer
 from .graph.graph import Op, OpKind
+from .graph.tensor import GraphTensor
 
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
@@ -26,6 +27,10 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> 
 def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any],
                shape_invariants: Any = None, maximum_iterations: Any = None) -> Any:
     """`while cond(*vars): vars = body(*vars)`; a graph `while` when the condition is a graph value.
+
+    While tracing, Python loop variables with a Python condition unroll like a
+    Python loop; from the first graph-valued condition on, the rest of the
+    loop is one graph `while` node.
 
     Args:
         cond: takes the loop variables, returns a bool (graph tensor or Python).
@@ -47,8 +52,20 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Se
         out = body(*vals)
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
 
-    out = control_flow.while_loop(cond, body_tuple, tuple(loop_vars), shape_invariants=invariants,
-                                  maximum_iterations=maximum_iterations)
+    vals, done = tuple(loop_vars), 0
+    if tracer.current() is not None and not isinstance(maximum_iterations, GraphTensor):
+        # Python predicates run as Python (unrolled) until one turns out to be a graph value.
+        while maximum_iterations is None or done < maximum_iterations:
+            pred = cond(*vals)
+            if isinstance(pred, GraphTensor):
+                break
+            if not pred:
+                return list(vals) if isinstance(loop_vars, list) else vals
+            vals, done = body_tuple(*vals), done + 1
+        else:
+            return list(vals) if isinstance(loop_vars, list) else vals
+    limit = maximum_iterations if maximum_iterations is None or not done else maximum_iterations - done
+    out = control_flow.while_loop(cond, body_tuple, vals, shape_invariants=invariants, maximum_iterations=limit)
     return list(out) if isinstance(loop_vars, list) else tuple(out)
 
 

@@ -202,7 +202,6 @@ def test_generated_source_is_in_linecache():
 
 
 def test_conversion_error_names_user_line():
-    from torch_autograph.autograph.converters import directives  # noqa: F401
     ns = {}
     src = ("from torch_autograph.autograph import experimental\n"
            "def bad(x):\n"

@@ -345,10 +345,13 @@ def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
 def _structure_repr(x: Any) -> str:
     from .. import nest
 
-    return repr(nest.map_structure(lambda leaf: type(leaf).__name__, x))
+    return repr(nest.map_structure(lambda leaf: "Tensor" if isinstance(leaf, GraphTensor) else type(leaf).__name__,
+                                   x))
 
 
 def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
+    if names and len(names) == 1 and not isinstance(out, (tuple, list)):
+        return names[0]
     if names and isinstance(out, (tuple, list)) and len(out) == len(names) and i < len(names):
         return names[i]
     return f"output {i}"
