@@ -24,10 +24,11 @@ import torch  # noqa: E402
 import bench_autograph  # noqa: E402
 import bench_call_overhead  # noqa: E402
 import bench_elementwise_chain  # noqa: E402
+import bench_jit  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_tracing  # noqa: E402
 
-BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph]
+BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_jit]
 
 
 def main() -> int:

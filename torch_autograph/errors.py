@@ -61,3 +61,16 @@ class InvalidArgumentError(TorchAutographError):
 
 class OutOfRangeError(TorchAutographError):
     """An index was outside the valid range (e.g. writing past a fixed-size TensorArray)."""
+
+
+class GraphLoweringError(TorchAutographError):
+    """A graph cannot be lowered to torch.fx / compiled with inductor (`Graph.to_fx`, `jit_compile=True`).
+
+    Causes: a `while` loop or a run-time check (`assert` on a tensor) in the
+    graph; a `cond` whose branches mutate state, return Python values or read a
+    run-time Python number as predicate; an op inductor cannot compile.
+    The message names the node and the user line it came from.
+    Fixes: use `jit_compile="auto"` to fall back to the default backend with one
+    warning, move the construct out of the compiled function, or use
+    `jit_compile=False`.
+    """

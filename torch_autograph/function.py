@@ -23,6 +23,7 @@ import logging
 import threading
 import traceback
 import types
+import warnings
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from .config import _config
 from .errors import InvalidArgumentError
 from .graph import tracer
 from .graph.graph import Graph, Value, ValueKind
-from .graph.passes import eliminate_dead_code
+from .graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
 from .graph.tensor import GraphTensor
 from .signatures import Identity, Literal, Structure, TensorSpec
 from . import variables
@@ -302,9 +303,10 @@ class Function:
     def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
                  reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
                  max_traces: int | None = None, _instance: Any = None) -> None:
-        if jit_compile:
-            raise ValueError("jit_compile=True (graphs compiled with inductor) is not available in this version of "
-                             "torch_autograph; use the default backend (jit_compile=False)")
+        if jit_compile not in (False, True, "auto"):
+            raise ValueError(f"jit_compile must be False, True or 'auto', got {jit_compile!r}")
+        self._jit_compile = jit_compile
+        self._jit_warned = False
         self._python_function = python_function
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
@@ -363,7 +365,8 @@ class Function:
         if bound is None:
             bound = Function(self._python_function, input_signature=self._input_signature_for_bound(),
                              autograph=self._autograph, reduce_retracing=self._reduce_retracing, name=self._name,
-                             max_traces=self._max_traces, _instance=weakref.ref(instance))
+                             max_traces=self._max_traces, jit_compile=self._jit_compile,
+                             _instance=weakref.ref(instance))
             try:
                 self._bound[instance] = bound
             except TypeError:
@@ -595,12 +598,28 @@ class Function:
                 raise
             result = _finish_outputs(state, graph, result)
             guards = tracer.module_guards(state)
+        fold_constants(graph)
+        eliminate_common_subexpressions(graph)
         eliminate_dead_code(graph)
         graph.verify()
-        fn = compile_graph(graph, return_tuple=not (isinstance(result, GraphTensor) or result is None))
+        return_tuple = not (isinstance(result, GraphTensor) or result is None)
+        if self._jit_compile:
+            from .backends import inductor
+
+            fallback = self._jit_fallback if self._jit_compile == "auto" else None
+            fn = inductor.compile_graph(graph, return_tuple=return_tuple, grad=grad, fallback=fallback)
+        else:
+            fn = compile_graph(graph, return_tuple=return_tuple)
         cf = ConcreteFunction(graph=graph, fn=fn, signature=self._signature, arg_types=arg_types, result=result,
                               guards=guards, function_name=self._name, grad=grad)
         return cf
+
+    def _jit_fallback(self, reason: str) -> None:
+        """jit_compile="auto" could not compile a graph with inductor: warn once per Function."""
+        if not self._jit_warned:
+            self._jit_warned = True
+            warnings.warn(f"ta.function {self._name}: jit_compile='auto' falls back to the default backend: "
+                          f"{reason}", RuntimeWarning, stacklevel=2)
 
     def _make_signature(self) -> inspect.Signature:
         fn = self._python_function
@@ -831,7 +850,11 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             control flow (default True).
         reduce_retracing: on a new shape, trace a generalised signature with None
             dims instead of one per shape.
-        jit_compile: reserved for compiling graphs with inductor.
+        jit_compile: True compiles each traced graph with inductor (lowered to
+            torch.fx, compiled once per ConcreteFunction, called directly:
+            no dynamo guards per call; gradients through AOT autograd).
+            Raises `errors.GraphLoweringError` for a graph inductor cannot take;
+            "auto" falls back to the default backend with one warning.
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
 

@@ -217,13 +217,14 @@ def _iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Calla
                              else v for v in (iterable.start, iterable.stop, iterable.step))
         n = tracer.call_python(_range_len, start, stop, step) if any(
             isinstance(v, GraphTensor) for v in (start, stop, step)) else _range_len(start, stop, step)
-        return n, (lambda k: start + k * step) if (start, step) != (0, 1) else (lambda k: k)
+        plain = type(start) is int and type(step) is int and (start, step) == (0, 1)
+        return n, (lambda k: k) if plain else (lambda k: start + k * step)
     if isinstance(iterable, LazyEnumerate):
         n, get = _iteration(iterable.iterable, origin)
         start = iterable.start
         return n, lambda k: (k + start if not (isinstance(start, int) and start == 0) else k, get(k))
     if isinstance(iterable, LazyZip):
-        parts = [_iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else (len(it), it.__getitem__)
+        parts = [_iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else _python_sequence(it, origin)
                  for it in iterable.iterables]
         n = parts[0][0]
         for m, _ in parts[1:]:
@@ -235,7 +236,26 @@ def _iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Calla
     raise TypeError(f"cannot iterate over {iterable!r} in a graph loop{' at ' + str(origin) if origin else ''}")
 
 
+def _python_sequence(it: Any, origin: SourceLocation | None) -> tuple[int, Callable[[Any], Any]]:
+    """(length, element getter) of a Python iterable zipped with a graph one: read at a run-time index."""
+    items = list(it)
+    if items and all(isinstance(v, (GraphTensor, torch.Tensor)) for v in items):
+        graph_list = lists.new_list(items)
+        return len(items), lambda k: lists.getitem(graph_list, k)
+    if all(type(v) in (bool, int, float) for v in items) and len({type(v) for v in items}) <= 1:
+        constants = tuple(items)
+        return len(items), lambda k: tracer.call_python(operator.getitem, constants, k)
+    where = f" at {origin}" if origin else ""
+    raise TypeError(f"cannot zip {type(it).__name__} {it!r} with a graph iterable{where}: only tensors or Python "
+                    f"numbers of one type can be read at a run-time index. Make it a tensor.")
+
+
 def _len(x: Any) -> Any:
+    if isinstance(x, LazyRange):
+        return _iteration(x, None)[0]
+    if isinstance(x, GraphTensor) and x._value.kind is ValueKind.TENSOR and x.shape is not None and not x.shape:
+        raise TypeError(f"len() of a 0-d tensor: len requires a non-scalar tensor, got %{x._value.name} of shape "
+                        f"() at {tracer.user_location()}")
     return _length(x) if isinstance(x, GraphTensor) else NotImplemented
 
 
@@ -261,12 +281,16 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
     def handler(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return NotImplemented
+        if len(args) == 1 and isinstance(args[0], GraphList):
+            return _over_list(builtin, args[0])
         if len(args) == 1 and isinstance(args[0], GraphTensor):
             x = args[0]
             if x.shape is not None and len(x.shape) == 1:
                 return tensor_fn(x)
             return NotImplemented
         items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        if builtin in (builtins.any, builtins.all) and len(args) == 1 and items:
+            return _any_all(builtin, items)
         if builtin not in (builtins.min, builtins.max) or not items:
             return NotImplemented
         if not any(isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR for v in items):
@@ -278,6 +302,26 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
         return out
 
     return handler
+
+
+def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
+    """`builtin(lst, *rest)` on a graph list: Python's builtin on the run-time list of tensors."""
+    v = lst._value
+    if v.dtype is None:
+        return NotImplemented
+    meta = Meta(torch.bool, (), None, ValueKind.SCALAR) if builtin in (builtins.any, builtins.all) else \
+        Meta(v.dtype, v.shape, v.device)
+    return tracer.record_with_meta(Op(OpKind.FUNCTION, builtin, builtin.__name__), (lst, *rest), {}, meta)
+
+
+def _any_all(builtin: Callable, items: list) -> Any:
+    """any/all of a Python list holding graph values: one logical reduction of their truth values."""
+    if not any(isinstance(v, GraphTensor) for v in items):
+        return NotImplemented
+    flags = [(v.reshape(()) if v._value.kind is ValueKind.TENSOR else torch.tensor(v)).bool()
+             if isinstance(v, GraphTensor) else torch.tensor(bool(v)) for v in items]
+    stacked = torch.stack(flags)
+    return stacked.any() if builtin is builtins.any else stacked.all()
 
 
 def _as_tensors(a: Any, b: Any) -> tuple[Any, Any]:
@@ -294,6 +338,8 @@ def _as_tensors(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _sum(x: Any, start: Any = 0) -> Any:
+    if isinstance(x, GraphList):
+        return _over_list(builtins.sum, x, start)
     if isinstance(x, GraphTensor):
         return x.sum(0) + start if (x.shape is not None and len(x.shape) >= 1) else NotImplemented
     return NotImplemented
@@ -302,7 +348,11 @@ def _sum(x: Any, start: Any = 0) -> Any:
 def _sorted(x: Any, *, key: Any = None, reverse: bool = False) -> Any:
     if key is not None or not isinstance(x, GraphTensor) or x.shape is None or len(x.shape) != 1:
         return NotImplemented
-    return torch.sort(x, descending=reverse).values
+    # Python gives a list of 0-d tensors; so do we (a graph list when the length is only known at run time).
+    values = torch.sort(x, descending=reverse, stable=True).values
+    if x.shape[0] is not None:
+        return list(values.unbind(0))
+    return lists.from_rows(values)
 
 
 def _isinstance(obj: Any, cls: Any) -> bool:

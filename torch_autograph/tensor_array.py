@@ -171,7 +171,11 @@ class TensorArray:
         return out
 
     def split(self, value: Any, lengths: Sequence[int]) -> "TensorArray":
+        """Pieces of `value` along dim 0 with the given lengths as the elements (they may differ in dim 0)."""
         out, start = self, 0
+        if self._element_shape is None and value.shape is not None:
+            out = self._with(self._items)
+            out._element_shape = (None,) + tuple(value.shape[1:])
         for k, n in enumerate(lengths):
             out = out.write(k, value[start:start + n])
             start += n

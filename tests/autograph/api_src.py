@@ -194,3 +194,36 @@ def staged_loop_var_first_assigned(n):
 one_line_lambdas = (lambda a: a + 1, lambda b: b * 2)
 same_args_lambdas = (lambda a: a + 1, lambda a: a * 2)
 nested_same_args = lambda a: (lambda a: a * 10)(a) + 1  # noqa: E731
+
+
+def deletes(c):
+    x = 1
+    y = 2
+    if c:
+        del x
+    del y
+    if c:
+        return 0
+    return x
+
+
+def test_reads_overwritten_var(c):
+    x = 0
+    if x < c:
+        x = 2
+    else:
+        x = 3
+    return x
+
+
+def branch_local_overwritten(a, b):
+    y = 0
+    if a > 0:
+        if b > 0:
+            y = 1
+        else:
+            y = 2
+        z = y * 10
+    else:
+        z = 0
+    return z

@@ -24,6 +24,9 @@ from torch_autograph.autograph.pyct import origin_info
     ("while_true", (4,), {}), ("chained_call", (1, 2, 5), {}), ("chained_call", (0, 2, 5), {}),
     ("list_ops", (7,), {}), ("list_ops", (0,), {}), ("walrus", ([1, 2, 3],), {}),
     ("walrus", ([],), {}), ("annotated", (5,), {}), ("annotated", (1, 2), {}),
+    ("deletes", (True,), {}), ("deletes", (False,), {}),
+    ("test_reads_overwritten_var", (1,), {}), ("test_reads_overwritten_var", (-1,), {}),
+    ("branch_local_overwritten", (1, 1), {}), ("branch_local_overwritten", (1, -1), {}),
 ])
 def test_converted_matches_original(name, args, kwargs):
     fn = getattr(api_src, name)

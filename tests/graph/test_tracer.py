@@ -18,7 +18,9 @@ X = torch.randn(3, 4)
 
 def test_factories_are_recorded_not_frozen():
     def f(x):
-        return (torch.zeros(3) + torch.arange(3) + torch.tensor([1.0, 2.0, 3.0]) + x[0, :3], torch.ones_like(x),
+        # z, a, t are returned: constant folding (graph/passes) may not turn them into shared constants
+        z, a, t = torch.zeros(3), torch.arange(3), torch.tensor([1.0, 2.0, 3.0])
+        return (z + a + t + x[0, :3], z, a, t, torch.ones_like(x),
                 torch.full((2,), 7.0), torch.eye(3), torch.linspace(0, 1, 5), torch.empty(2).fill_(1.0))
 
     cf = check(f, X).get_concrete_function(X)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import textwrap
 import types
 from typing import Any, Callable
 
@@ -84,21 +85,27 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     """Runs every converter over the parsed function; returns the converted FunctionDef."""
     node = functions.transform(node, ctx)
     kinds = {type(n) for n in transformer.walk(node)}
+    # The user's nested defs, innermost first, then the function itself: the
+    # scopes of the per-scope converters (none of which adds user scopes).
+    scopes = transformer.nested_functions(node) + [node]
     if gast.While in kinds or gast.For in kinds:
         directives.transform(node, ctx)
     for conv, triggers in _PER_SCOPE_EARLY:
         if not kinds.isdisjoint(triggers):
-            transformer.for_each_scope(node, lambda scope, c=conv: c.transform(scope, ctx))
+            for scope in scopes:
+                conv.transform(scope, ctx)
     for conv, triggers in _WHOLE_TREE:
         if not kinds.isdisjoint(triggers):
             conv.transform(node, ctx)
 
     def late(scope: gast.FunctionDef) -> None:
-        reaching_definitions.analyze(scope)  # shared by variables and control_flow
-        variables.transform(scope, ctx)
+        # Reaching definitions are shared by variables and control_flow.
+        if reaching_definitions.analyze(scope) or gast.Delete in kinds:
+            variables.transform(scope, ctx)
         control_flow.transform(scope, ctx)
 
-    transformer.for_each_scope(node, late)
+    for scope in scopes:
+        late(scope)
     # Lowered jumps add `not flag` / `not flag and test` expressions.
     kinds |= {gast.UnaryOp} if not kinds.isdisjoint(
         (gast.Break, gast.Continue, gast.Return)) else set()
@@ -131,13 +138,17 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
     provenance = (f"# converted from {fn.__name__} "
                   f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
-    source = provenance + "\n" + loader.unparse(module) + "\n"
+    # One unparse: the loaded module is the function's text indented into the
+    # factory (only docstring bodies could differ, and __doc__ is restored).
+    function_text = loader.unparse(module.body[0].body[0])
+    source = "\n".join([provenance, f"def {factory_name}({', '.join(['ag__', *code.co_freevars])}):",
+                        textwrap.indent(function_text, "    "), f"    return {node.name}", ""])
     filename = loader.generated_filename(
         name, f"{parsed.filename}:{code.co_firstlineno}:{code.co_name}:{source}")
-    line_map = origin_info.build_line_map(module, ast.parse(source), parsed.filename,
-                                          fn.__name__)
+    generated_tree = ast.parse(source)
+    line_map = origin_info.build_line_map(module, generated_tree, parsed.filename, fn.__name__)
     origin_info.register(filename, line_map)
-    namespace = loader.load_source(source, filename)
+    namespace = loader.load_source(source, filename, generated_tree)
     template = namespace[factory_name](ag_module, *([None] * len(code.co_freevars)))
-    to_code = provenance + "\n" + loader.unparse(module.body[0].body[0]) + "\n"
+    to_code = provenance + "\n" + function_text + "\n"
     return ConvertedEntity(template, to_code, filename)

@@ -257,6 +257,12 @@ class Graph:
     python_source: str | None = None
     _names: set = field(default_factory=set, repr=False)
 
+    def to_fx(self) -> "torch.fx.GraphModule":
+        """This graph as a `torch.fx.GraphModule` (captures as buffers/parameters); see `fx_export.to_fx`."""
+        from .fx_export import to_fx
+
+        return to_fx(self)
+
     def get_operations(self) -> list[Node]:
         """The nodes in program order (TensorFlow's `Graph.get_operations`)."""
         return list(self.nodes)

@@ -112,6 +112,16 @@ def new_list(items: list) -> GraphList:
     return _as_list(_record(list_new, "list", tuple(items), meta, stateful=False))
 
 
+def list_from_rows(t: torch.Tensor) -> list:
+    return list(t.unbind(0))
+
+
+def from_rows(t: GraphTensor) -> GraphList:
+    """A graph list of the rows of `t` (its slices along dim 0), e.g. `sorted(t)` of a run-time length."""
+    v = t._value
+    return _as_list(_record(list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), stateful=False))
+
+
 def _as_list(g: GraphTensor) -> GraphList:
     return GraphList(g._value, g._trace)
 

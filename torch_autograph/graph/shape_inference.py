@@ -141,7 +141,9 @@ def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None, 
             return [_materialize(elem, sentinel, device, fill, scalar) for _ in range(sentinel)]
         shape = tuple(sentinel if d is None else d for d in (obj.shape if obj.shape is not None else (sentinel,)))
         t = torch.zeros(shape, dtype=obj.dtype, device=device)
-        if fill == "varied":
+        if fill == "large" and obj.dtype != torch.bool:
+            t = torch.full(shape, sentinel, dtype=obj.dtype)
+        elif fill == "varied":
             n = t.numel()
             if obj.dtype == torch.bool:
                 t = (torch.arange(n) % 2 == 0).reshape(shape)
@@ -186,14 +188,21 @@ def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str, 
 
 def _run_on_real_data(func: Callable, args: tuple, kwargs: dict) -> list:
     with torch.random.fork_rng(devices=[]):
-        runs = []
-        for fill in (None, "varied"):
+        runs, error = [], None
+        # Two runs on different data tell which output dims depend on the data. Some fills are
+        # invalid for some ops (torch.arange(1, n, 2) with n = 0), so a third fill stands by.
+        for fill in (None, "varied", "large"):
             a = _materialize(args, _SENTINELS[0], "cpu", fill)
             k = _materialize(kwargs, _SENTINELS[0], "cpu", fill)
             if "device" in k:
                 k["device"] = "cpu"
-            runs.append(func(*a, **k))
-        return runs
+            try:
+                runs.append(func(*a, **k))
+            except (RuntimeError, ValueError, IndexError) as e:
+                error = e
+            if len(runs) == 2:
+                return runs
+        raise error
 
 
 def _merge(runs: list, device: torch.device | None, *, data_dependent: bool, unknown_rank: bool,

@@ -67,4 +67,4 @@ class _CallTreeTransformer(transformer.Transformer):
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     t = _CallTreeTransformer()
     t.functions.append(fn)
-    fn.body = [t.visit(s) for s in fn.body]
+    t.generic_visit(fn)

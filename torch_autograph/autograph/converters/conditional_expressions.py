@@ -21,4 +21,4 @@ class _IfExpTransformer(transformer.Transformer):
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     t = _IfExpTransformer()
-    fn.body = [t.visit(s) for s in fn.body]
+    t.generic_visit(fn)

@@ -66,4 +66,4 @@ def _without_assignments(stmts: list, flag: str) -> list:
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     """Lowers the continues of `fn`'s own scope in place."""
     t = _ContinueTransformer(ctx)
-    fn.body = [t.visit(s) for s in fn.body]
+    t.generic_visit(fn)

@@ -23,9 +23,11 @@ State flows through arguments and return values:
                                       s, = ag__.for_stmt(xs, None, loop_body, (s,), ('s',))
 
 The state of a statement is every name it modifies that is live after it
-or read before being written inside it (liveness); a state name that no
-definition reaches is first set to `ag__.Undefined('name')`
-(reaching definitions).
+or read before being written inside it (liveness), plus the attributes and
+constant subscripts it assigns (see `state.py`). A state name that may be
+unbound where the operator call reads it (no definition reaches it, or
+every branch of an `if` overwrites it) is first set to
+`ag__.Undefined('name')`. An `if` without `else` passes None as `false_fn`.
 """
 
 from __future__ import annotations
@@ -131,9 +133,11 @@ class _ControlFlowTransformer(transformer.Transformer):
     # -- statements ----------------------------------------------------------
 
     def visit_If(self, node: gast.If) -> list:
-        incoming_used = (anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
-                         | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
-        live = anno.getanno(node, _Static.LIVE_OUT, frozenset()) | incoming_used
+        branches_in = (anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
+                       | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
+        live = anno.getanno(node, _Static.LIVE_OUT, frozenset()) | branches_in
+        # The condition is evaluated first, with the incoming values too.
+        incoming_used = branches_in | frozenset(activity.activity_of(node.test).read)
         # Names are taken before visiting nested statements so they number outside-in.
         true_name = self.ctx.namer.new_symbol("if_true")
         false_name = self.ctx.namer.new_symbol("if_false") if node.orelse else None

@@ -60,4 +60,4 @@ class _LogicalTransformer(transformer.Transformer):
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     t = _LogicalTransformer(ctx)
-    fn.body = [t.visit(s) for s in fn.body]
+    t.generic_visit(fn)

@@ -10,7 +10,7 @@ import ast
 import hashlib
 import linecache
 import types
-from typing import Any
+from typing import Any, Optional
 
 
 class _CompactUnparser(getattr(ast, "_Unparser", object)):
@@ -43,12 +43,15 @@ def generated_filename(name: str, key: str) -> str:
     return f"<autograph {name} {digest}>"
 
 
-def load_source(source: str, filename: str) -> dict[str, Any]:
-    """Compiles and runs `source` as module `filename`; returns its namespace."""
+def load_source(source: str, filename: str, tree: Optional[ast.Module] = None) -> dict[str, Any]:
+    """Compiles and runs `source` as module `filename`; returns its namespace.
+
+    `tree`, if given, is `ast.parse(source)` already made by the caller.
+    """
     lines = source.splitlines(keepends=True)
     # mtime None: linecache.checkcache must never evict this entry.
     linecache.cache[filename] = (len(source), None, lines, filename)
-    code = compile(source, filename, "exec", dont_inherit=True)
+    code = compile(source if tree is None else tree, filename, "exec", dont_inherit=True)
     namespace: dict[str, Any] = {"__name__": filename, "__builtins__": __builtins__}
     exec(code, namespace)  # noqa: S102 - running generated code is the loader's job
     return namespace

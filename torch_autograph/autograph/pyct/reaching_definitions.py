@@ -23,6 +23,7 @@ _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
 class _Defs:
     def __init__(self, local_names: frozenset):
         self.locals = local_names
+        self.flagged = False  # whether some load may see an unbound local
 
     def mark(self, node: gast.AST, must: frozenset) -> None:
         """Flags Name loads of locals that are not bound on every path."""
@@ -31,7 +32,9 @@ class _Defs:
             n = todo.pop()
             if isinstance(n, gast.Name):
                 if isinstance(n.ctx, gast.Load) and n.id in self.locals:
-                    anno.setanno(n, _Static.MAYBE_UNDEFINED, n.id not in must)
+                    maybe_undefined = n.id not in must
+                    anno.setanno(n, _Static.MAYBE_UNDEFINED, maybe_undefined)
+                    self.flagged |= maybe_undefined
                 continue
             if isinstance(n, _SCOPES):
                 continue  # runs later, or has its own bindings
@@ -81,11 +84,22 @@ class _Defs:
             return self.block(s.body, maybe | bound, must | bound)
         self.mark(s, must)
         written = frozenset(activity.activity_of(s).modified)
+        if isinstance(s, gast.Delete):
+            # `del x` unbinds x: it stays "maybe defined" (it is state-passed as
+            # ag__.Undefined), but later reads must go through ag__.ld.
+            return maybe | written, must - written
         return maybe | written, must | written
 
 
-def analyze(fn: gast.FunctionDef) -> None:
-    """Annotates `fn`'s own scope (see module docstring)."""
+def analyze(fn: gast.FunctionDef) -> bool:
+    """Annotates `fn`'s own scope (see module docstring).
+
+    Returns:
+        True if some load may see an unbound local (the variables converter
+        has work to do).
+    """
     local_names = frozenset(activity.function_locals(fn))
     params = frozenset(activity.activity_of(fn.args).modified)
-    _Defs(local_names).block(fn.body, params, params)
+    defs = _Defs(local_names)
+    defs.block(fn.body, params, params)
+    return defs.flagged

@@ -92,13 +92,6 @@ def nested_functions(fn: gast.AST) -> list:
     return found
 
 
-def for_each_scope(fn: gast.FunctionDef, apply: Callable[[gast.FunctionDef], None]) -> None:
-    """Applies a per-scope rewrite to every nested def (innermost first), then to `fn`."""
-    for inner in nested_functions(fn):
-        apply(inner)
-    apply(fn)
-
-
 def is_ag_call(node: gast.AST) -> bool:
     """True for a call of a generated `ag__.<op>`."""
     return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)

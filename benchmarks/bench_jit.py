@@ -1,0 +1,185 @@
+"""P2j / P3j / P4j: graphs compiled with inductor (`ta.function(f, jit_compile=True)`), and compile latency.
+
+P2j: the 200-op elementwise chain of P2 on 16 floats.
+  eager          `chain(x)` (baseline)
+  ta.function jit  `J(x)`, J = ta.function(chain, jit_compile=True): inductor artifact called directly
+  torch.compile  `C(x)`, C = torch.compile(chain): dynamo guards run per call
+  torch.compile(gm)  our lowered fx module through torch.compile(gm, backend="inductor", fullgraph=True,
+                 dynamic=False): the backend alternative the jit path rejected (information)
+  Targets: jit >= 30x faster than eager; jit / torch.compile <= 0.5x per call.
+  Compile latency: the first call (trace + lower + compile) in a fresh process, with an empty inductor
+  cache directory (cold) and again in another process reusing it (warm).
+P3j: the 8-layer MLP of P3 (batch 8), no_grad and grad modes. Target: jit >= 3x faster than eager.
+P4j: the training step of P4 (tape + ta.optimizers.Adam, batch 32) with jit_compile=True vs eager
+  torch.optim.Adam. Target >= 3x faster than eager, reported as not applicable when the graph cannot
+  be lowered (see the note printed).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Candidate, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
+                     print_rows, run_interleaved, torch_compile_available)
+
+import torch  # noqa: E402
+
+import torch_autograph as ta  # noqa: E402
+from bench_elementwise_chain import N_OPS, chain  # noqa: E402
+
+P2J = "P2j chain 200 ops, jit_compile=True"
+P3J = "P3j MLP 8x(Linear 32+ReLU), jit_compile=True"
+P4J = "P4j training step, jit_compile=True"
+P2J_EAGER_SPEEDUP, P2J_VS_COMPILE, P3J_SPEEDUP, P4J_SPEEDUP = 30.0, 0.5, 3.0, 3.0
+
+_COLD_SCRIPT = """
+import time, sys
+t0 = time.perf_counter()
+import torch, torch_autograph as ta
+sys.path.insert(0, {bench_dir!r})
+from bench_elementwise_chain import chain
+t1 = time.perf_counter()
+J = ta.function(chain, jit_compile=True)
+J(torch.randn(16))
+t2 = time.perf_counter()
+print(f"{{t1 - t0:.3f}} {{t2 - t1:.3f}}")
+"""
+
+
+def compile_latency() -> tuple[float, float, float]:
+    """(import s, cold first-call s, warm first-call s) for P2j, each in a fresh process."""
+    script = _COLD_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+        runs = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+            runs.append([float(x) for x in out.stdout.split()[-2:]])
+    return runs[0][0], runs[0][1], runs[1][1]
+
+
+def run_p2j(settings: Settings) -> list[Row]:
+    torch.manual_seed(0)
+    x = torch.randn(16)
+    want = chain(x)
+    J = ta.function(chain, jit_compile=True)
+    t0 = time.perf_counter()
+    check_equal("ta.function jit", J(x), want, exact=False)
+    first_s = time.perf_counter() - t0
+    cands = [Candidate("eager", "chain(x)", {"chain": chain, "x": x}),
+             Candidate("ta.function jit", "J(x)", {"J": J, "x": x})]
+    C, compile_s, why = compile_fn(chain, x, P2J)
+    if C is not None:
+        check_equal("torch.compile", C(x), want, exact=False)
+        cands.append(Candidate("torch.compile", "C(x)", {"C": C, "x": x}))
+        gm = ta.function(chain).get_concrete_function(x).graph.to_fx()
+        G = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
+        check_equal("torch.compile(gm)", G(x)[0], want, exact=False)
+        cands.append(Candidate("torch.compile(gm)", "G(x)", {"G": G, "x": x}))
+    res = run_interleaved(cands, settings, baseline="eager")
+    check_no_retrace(J, 1, P2J)
+    e, j = res["eager"], res["ta.function jit"]
+    rows = [Row(P2J, "eager", e.median_us, None, "", None, "baseline"),
+            Row(P2J, "ta.function jit", j.median_us, j.ratio, f"<= {1 / P2J_EAGER_SPEEDUP:.4f}x",
+                j.ratio <= 1 / P2J_EAGER_SPEEDUP, f"{1 / j.ratio:.1f}x faster than eager; first call "
+                f"(trace+compile, this process) {first_s:.1f} s; {j.spread()}")]
+    if C is not None:
+        c, g = res["torch.compile"], res["torch.compile(gm)"]
+        vs = j.ratio / c.ratio
+        rows.append(Row(P2J, "torch.compile", c.median_us, c.ratio, "", None,
+                        f"jit / torch.compile = {vs:.3f}x (target <= {P2J_VS_COMPILE}x: "
+                        f"{'PASS' if vs <= P2J_VS_COMPILE else 'FAIL'}); compile {compile_s:.1f} s"))
+        rows.append(Row(P2J, "jit / torch.compile", None, vs, f"<= {P2J_VS_COMPILE}x", vs <= P2J_VS_COMPILE,
+                        "per-call ratio, same rounds"))
+        rows.append(Row(P2J, "torch.compile(gm)", g.median_us, g.ratio, "", None,
+                        f"our fx through dynamo: {g.ratio / j.ratio:.2f}x the jit path's per-call time"))
+    else:
+        rows.append(Row(P2J, "torch.compile", None, None, "", None, f"skipped: {why}"))
+    imp, cold, warm = compile_latency()
+    rows.append(Row(P2J, "compile latency", None, None, "", None,
+                    f"first call in a fresh process: cold cache {cold:.1f} s, warm cache {warm:.1f} s "
+                    f"(import torch + torch_autograph {imp:.1f} s, not included)"))
+    return rows
+
+
+def run_p3j(settings: Settings) -> list[Row]:
+    from bench_mlp import make_model
+
+    model = make_model()
+    x = torch.randn(8, 32)
+    J = ta.function(lambda x: model(x), jit_compile=True)
+    rows: list[Row] = []
+    for n, (mode, ctx) in enumerate((("no_grad", torch.no_grad), ("grad", torch.enable_grad)), start=1):
+        label = f"{P3J} [{mode}]"
+        with ctx():
+            want = model(x)
+            got = J(x)
+            check_equal("ta.function jit", got, want, exact=False)
+            if got.requires_grad != want.requires_grad:
+                raise AssertionError(f"{label}: jit result requires_grad={got.requires_grad}")
+            res = run_interleaved([Candidate("eager", "model(x)", {"model": model, "x": x}),
+                                   Candidate("ta.function jit", "J(x)", {"J": J, "x": x})], settings, "eager")
+        check_no_retrace(J, n, label)
+        e, j = res["eager"], res["ta.function jit"]
+        rows.append(Row(label, "eager", e.median_us, None, "", None, "nn.Module calls (baseline)"))
+        rows.append(Row(label, "ta.function jit", j.median_us, j.ratio, f"<= {1 / P3J_SPEEDUP:.3f}x",
+                        j.ratio <= 1 / P3J_SPEEDUP, f"{1 / j.ratio:.2f}x faster; {j.spread()}"))
+    return rows
+
+
+def run_p4j(settings: Settings) -> list[Row]:
+    import torch.nn.functional as F
+
+    from bench_train_step import eager_step_fn, make_model
+
+    model = make_model()
+    opt = ta.optimizers.Adam(learning_rate=1e-3)
+
+    def train_step(x, y):
+        with ta.GradientTape() as tape:
+            loss = F.cross_entropy(model(x), y)
+        params = list(model.parameters())
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss
+
+    J = ta.function(train_step, jit_compile=True)
+    x, y = torch.randn(32, 20), torch.randint(0, 3, (32,))
+    eager_step = eager_step_fn(make_model())
+    try:
+        got = J(x, y)
+    except Exception as e:  # noqa: BLE001 - reported: the tape/optimizer graph may not lower
+        msg = str(e).strip().splitlines()[0][:160]
+        return [Row(P4J, "ta.function jit", None, None, f">= {P4J_SPEEDUP}x", None,
+                    f"not applicable: {type(e).__name__}: {msg}")]
+    torch.testing.assert_close(got, eager_step(x, y))
+    torch.testing.assert_close(J(x, y), eager_step(x, y))  # the second step too: optimizer state updated
+    res = run_interleaved([Candidate("eager", "e(x, y)", {"e": eager_step, "x": x, "y": y}),
+                           Candidate("ta.function jit", "J(x, y)", {"J": J, "x": x, "y": y})], settings, "eager")
+    e, j = res["eager"], res["ta.function jit"]
+    return [Row(P4J, "eager", e.median_us, None, "", None, "torch.optim.Adam (baseline)"),
+            Row(P4J, "ta.function jit", j.median_us, j.ratio, f"<= {1 / P4J_SPEEDUP:.3f}x",
+                j.ratio <= 1 / P4J_SPEEDUP, f"{1 / j.ratio:.2f}x faster; {j.spread()}")]
+
+
+NAME = "P2j/P3j/P4j jit_compile=True (inductor)"
+
+
+def run(settings: Settings) -> list[Row]:
+    ok, why = torch_compile_available()
+    if not ok:
+        return [Row(NAME, "ta.function jit", None, None, "", None, f"skipped: {why}")]
+    return run_p2j(settings) + run_p3j(settings) + run_p4j(settings)
+
+
+def main() -> None:
+    s = Settings.from_argv(description=__doc__)
+    print_rows(run(s), title=__doc__.splitlines()[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+"""Errors from graph control flow name the user's variable and `file:line` (SPEC items 59-65, 69, 72).
+
+Each function marks the statement the message must point at with a `# <-`
+comment; `line_of` turns the marker into `test_control_flow_errors.py:N`.
+"""
+
+import re
+
+import pytest
+import torch
+
+import torch_autograph as ta
+from eager_reference import assert_matches_eager, line_of
+
+X = torch.tensor([1.0, 2.0])
+
+
+def _raises(exc, fn, *args):
+    """The message of the error tracing `fn` raises, with its notes (the "in user code:" block)."""
+    with pytest.raises(exc) as info:
+        ta.function(fn)(*args)
+    return "\n".join([str(info.value), *getattr(info.value, "__notes__", [])])
+
+
+# ----- cond variables ----------------------------------------------------------------------
+def only_in_main(x):
+    if x.sum() > 0:  # <-
+        y = x * 2
+    return y
+
+
+def only_in_else(x):
+    if x.sum() > 0:  # <-
+        pass
+    else:
+        y = x * 2
+    return y
+
+
+@pytest.mark.parametrize("fn, branch", [(only_in_main, "else"), (only_in_else, "main")])
+def test_variable_defined_in_one_branch(fn, branch):
+    msg = _raises(ValueError, fn, X)
+    assert f"'y' must also be initialised in the {branch} branch" in msg
+    assert line_of(fn, "# <-") in msg
+
+
+def test_variable_used_only_inside_one_branch_is_fine():
+    def f(x):
+        if x.sum() > 0:
+            y = x * 2
+            x = y + 1
+        return x
+
+    assert_matches_eager(f, X)
+    assert_matches_eager(f, -X)
+
+
+def test_none_in_one_branch():
+    def f(x):
+        if x.sum() > 0:  # <-
+            y = x
+        else:
+            y = None
+        return y
+
+    msg = _raises(ValueError, f, X)
+    assert "'y' is None at the end of the else branch" in msg and line_of(f, "# <-") in msg
+
+
+def test_dtype_mismatch_between_branches():
+    def f(x):
+        if x.sum() > 0:  # <-
+            y = x.int()
+        else:
+            y = x
+        return y
+
+    msg = _raises(TypeError, f, X)
+    assert "'y' has dtype torch.int32 in the main branch, but dtype torch.float32 in the else branch" in msg
+    assert line_of(f, "# <-") in msg
+
+
+def test_structure_mismatch_between_branches():
+    def f(x):
+        if x.sum() > 0:  # <-
+            y = (x, x)
+        else:
+            y = x
+        return y
+
+    msg = _raises(TypeError, f, X)
+    assert "'y' must have the same nested structure in the main and else branches" in msg
+    assert "main: ((Tensor, Tensor),)" in msg.replace("'", "") and line_of(f, "# <-") in msg
+
+
+def test_return_value_on_one_path_only_and_return_dtype_mismatch():
+    def bare(x):
+        if x.sum() > 0:  # <-
+            return x
+        else:
+            return
+
+    def dtypes(x):
+        if x.sum() > 0:  # <-
+            return x.int()
+        return x
+
+    msg = _raises(ValueError, bare, X)
+    assert "is None at the end of the else branch" in msg and line_of(bare, "# <-") in msg
+    msg = _raises(TypeError, dtypes, X)
+    assert "dtype torch.int32 in the main branch, but dtype torch.float32 in the else branch" in msg
+    assert line_of(dtypes, "# <-") in msg
+
+
+def test_and_of_a_bool_and_a_float_cannot_be_one_graph_value():
+    def f(x, y):
+        return x.sum() > 0 and y  # <-
+
+    msg = _raises(TypeError, f, X, torch.tensor(2.0))
+    assert "'<and>' has dtype torch.float32 in the main branch, but dtype torch.bool" in msg
+    assert line_of(f, "# <-") in msg
+
+
+@pytest.mark.parametrize("kind", ["if", "while"])
+def test_multi_element_condition(kind):
+    def f_if(x):
+        if x > 0:  # <-
+            x = x + 1
+        return x
+
+    def f_while(x):
+        while x < 5:  # <-
+            x = x + 1
+        return x
+
+    fn = f_if if kind == "if" else f_while
+    msg = _raises(ValueError, fn, X)
+    what = "if statement" if kind == "if" else "while loop"
+    assert f"condition of {what} expected a single-element tensor" in msg and "2 elements" in msg
+    assert line_of(fn, "# <-") in msg
+
+
+# ----- loop variables ----------------------------------------------------------------------
+def test_loop_variable_dtype_change():
+    def f(x):
+        i = torch.tensor(0)
+        while i < 3:  # <-
+            i = i + 1.5
+        return i
+
+    msg = _raises(TypeError, f, X)
+    assert "'i' has dtype torch.int64 before the loop, but dtype torch.float32 after one iteration" in msg
+    assert line_of(f, "# <-") in msg
+
+
+def test_loop_variable_shape_change_needs_an_invariant_then_works():
+    def plain(x):
+        while x.sum() < 10:  # <-
+            x = torch.cat([x, x])
+        return x
+
+    def relaxed(x):
+        while x.sum() < 10:
+            ta.autograph.experimental.set_loop_options(shape_invariants=[(x, [None])])
+            x = torch.cat([x, x])
+        return x
+
+    msg = _raises(ValueError, plain, X)
+    assert "'x' has shape (2,) before the loop, but shape (4,) after one iteration" in msg
+    assert "set_loop_options(shape_invariants=[(x, [None])])" in msg and line_of(plain, "# <-") in msg
+    for x in (X, torch.tensor([20.0]), torch.tensor([0.5, 0.25, 1.0])):
+        assert_matches_eager(relaxed, x)
+
+
+def test_initial_value_violating_the_shape_invariant():
+    def f(x):
+        while x.sum() < 10:  # <-
+            ta.autograph.experimental.set_loop_options(shape_invariants=[(x, [3])])
+            x = x + 1
+        return x
+
+    msg = _raises(ValueError, f, X)
+    assert "'x' has shape (2,) before the loop, which does not conform with the shape invariant (3,)" in msg
+    assert line_of(f, "# <-") in msg
+
+
+def test_loop_variable_becoming_none_or_changing_structure():
+    def to_none(x):
+        while x.sum() < 10:  # <-
+            x = None
+        return x
+
+    def to_pair(x, n):
+        y = x
+        for i in range(n):  # <-
+            y = (y, y)
+        return y
+
+    msg = _raises(ValueError, to_none, X)
+    assert "'x' is None at the end of the iteration" in msg and line_of(to_none, "# <-") in msg
+    msg = _raises(TypeError, to_pair, X, torch.tensor(2))
+    assert "'y' does not have the same nested structure after one iteration" in msg
+    assert line_of(to_pair, "# <-") in msg
+
+
+def test_loop_that_must_run_once_fails_at_run_time_with_the_line():
+    def f(x, n):
+        for i in range(n):  # <-
+            last = x * i
+        return last
+
+    g = ta.function(f)
+    torch.testing.assert_close(g(X, torch.tensor(3)), f(X, torch.tensor(3)))
+    with pytest.raises(ta.errors.InvalidArgumentError) as info:
+        g(X, torch.tensor(0))
+    assert "loop must iterate at least once to initialize 'last'" in str(info.value)
+    assert line_of(f, "# <-") in str(info.value)
+
+
+# ----- assert --------------------------------------------------------------------------
+def test_tensor_assert_is_a_run_time_check():
+    def f(x):
+        assert x.min() > 0, "x must be positive"  # <-
+        return x * 2
+
+    g = ta.function(f)
+    torch.testing.assert_close(g(X), X * 2)
+    with pytest.raises(ta.errors.InvalidArgumentError) as info:
+        g(-X)
+    assert "assertion failed: x must be positive" in str(info.value)
+    assert line_of(f, "# <-") in str(info.value)
+    assert g.experimental_get_tracing_count() == 1
+    assert "check" in [n.op.name for n in g.get_concrete_function(X).graph.nodes]
+
+
+def test_tensor_assert_without_message_and_inside_a_loop():
+    def f(x, n):
+        for i in range(n):
+            assert x[i % 2] < 10 * (i + 1)  # <-
+            x = x * 3
+        return x
+
+    g = ta.function(f)
+    torch.testing.assert_close(g(X, torch.tensor(2)), f(X, torch.tensor(2)))
+    with pytest.raises(ta.errors.InvalidArgumentError, match=re.escape(line_of(f, "# <-"))) as info:
+        g(X, torch.tensor(6))
+    assert str(info.value).startswith("assertion failed")
+
+
+def test_python_assert_fails_at_trace_time():
+    def f(x):
+        assert x.shape[0] > 5, "x must be long"  # <-
+        return x
+
+    msg = _raises(AssertionError, f, X)
+    filename, lineno = line_of(f, "# <-").split(":")
+    assert "x must be long" in msg and f'{filename}", line {lineno}, in f' in msg

@@ -1,0 +1,198 @@
+"""Lower a `Graph` to a `torch.fx.GraphModule` (public fx export; the inductor backend's input).
+
+The graph inputs become placeholders; captured tensors become buffers (or
+parameters, for `nn.Parameter`s) of the module, read with `get_attr`, by
+reference: an in-place update of a capture is seen by the next call. A
+`cond` becomes `torch.cond` with its branches as sub-modules::
+
+    graph f(x: float32[4] cpu) {            class GraphModule(torch.nn.Module):
+      captures:                                 def forward(self, x):
+        %w: float32[4] cpu                          w = self.w
+      %mul = %x * %w              ->                mul = x * w
+      %sum = %mul.sum()                             sum_1 = mul.sum()
+      return %sum                                   return (sum_1,)
+    }
+
+Nodes run in program order; a node recorded under an explicit grad mode is
+wrapped in `torch._C._set_grad_enabled` calls. `while` loops and run-time
+checks cannot be lowered: `GraphLoweringError` names the node and its line.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from ..errors import GraphLoweringError
+from .control_flow import CheckOp, CondOp, WhileOp
+from .graph import Graph, Node, OpKind, Value, ValueKind
+
+
+def to_fx(graph: Graph) -> fx.GraphModule:
+    """A GraphModule computing `graph`; it returns a tuple of the graph outputs (constants included as is).
+
+    Raises:
+        GraphLoweringError: a node has no fx equivalent (a `while` loop, a run-time
+            check, a `cond` that mutates state or returns Python values).
+    """
+    root = torch.nn.Module()
+    fx_graph = fx.Graph()
+    env: dict[int, fx.Node] = {}
+    for v in graph.inputs:
+        env[id(v)] = fx_graph.placeholder(v.name)
+    for v, t in graph.captures:
+        if isinstance(t, torch.nn.Parameter):
+            root.register_parameter(v.name, t)
+        else:
+            root.register_buffer(v.name, t)
+        env[id(v)] = fx_graph.get_attr(v.name)
+    lowering = _Lowering(root, fx_graph, env)
+    lowering.nodes(graph.nodes)
+    fx_graph.output(tuple(lowering.arg(o) for o in graph.outputs))
+    gm = fx.GraphModule(root, fx_graph, class_name=f"{graph.name}_graph" if graph.name.isidentifier() else "graph")
+    return gm
+
+
+class _Lowering:
+    """Emits the nodes of one (sub-)graph into an fx.Graph."""
+
+    def __init__(self, root: torch.nn.Module, fx_graph: fx.Graph, env: dict[int, fx.Node]) -> None:
+        self.root = root
+        self.g = fx_graph
+        self.env = env
+
+    def arg(self, a: Any) -> Any:
+        if isinstance(a, Value):
+            return self.env[id(a)]
+        if isinstance(a, tuple):
+            items = [self.arg(x) for x in a]
+            return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+        if isinstance(a, list):
+            return [self.arg(x) for x in a]
+        if isinstance(a, dict):
+            return {k: self.arg(v) for k, v in a.items()}
+        if isinstance(a, slice):
+            return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
+        return a
+
+    def nodes(self, nodes: list[Node]) -> None:
+        mode = None  # the explicit grad mode in force, None for the caller's
+        for node in nodes:
+            if node.grad_enabled != mode:
+                # A node's explicit mode always differs from the mode the graph was traced under.
+                restore = not mode if mode is not None else None
+                target = node.grad_enabled if node.grad_enabled is not None else restore
+                self.g.call_function(torch._C._set_grad_enabled, (target,))
+                mode = node.grad_enabled
+            self.node(node)
+        if mode is not None:
+            self.g.call_function(torch._C._set_grad_enabled, (not mode,))
+
+    def node(self, node: Node) -> None:
+        op = node.op
+        if op.kind is OpKind.CONTROL:
+            if isinstance(op.target, CondOp):
+                result = self.cond(node)
+            else:
+                what = "a `while` loop" if isinstance(op.target, WhileOp) else \
+                    "a run-time check (assert)" if isinstance(op.target, CheckOp) else f"control op {op.name}"
+                raise lowering_error(node, f"{what} has no torch.fx lowering",
+                                     "compute it outside the compiled function, or use jit_compile='auto'")
+        else:
+            args, kwargs = self.arg(node.args), self.arg(node.kwargs)
+            name = node.pattern.name if isinstance(node.pattern, Value) else None
+            if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
+                result = self.g.create_node("call_function", op.target, args, kwargs, name=name)
+            elif op.kind is OpKind.METHOD:
+                result = self.g.create_node("call_method", op.target, args, kwargs, name=name)
+            else:
+                result = self.g.create_node("call_function", getattr, (args[0], op.target), name=name)
+        self.bind(node.pattern, result)
+
+    def bind(self, pattern: Any, result: fx.Node) -> None:
+        """Map the Values of a node's unpacking pattern to (getitem of) its fx result."""
+        if isinstance(pattern, Value):
+            self.env[id(pattern)] = result
+        elif isinstance(pattern, tuple):
+            for i, p in enumerate(pattern):
+                if p is not None:
+                    self.bind(p, self.g.call_function(operator.getitem, (result, i)))
+
+    def cond(self, node: Node) -> fx.Node:
+        true_g, false_g = node.subgraphs
+        operands = _dedupe([v for g in (true_g, false_g) for v in g.inputs])
+        pred = node.args[0]
+        if pred.kind is not ValueKind.TENSOR:
+            raise lowering_error(node, f"its predicate %{pred.name} is a run-time Python {pred.type_str()}, "
+                                 f"not a tensor", "compare tensors (e.g. `x.sum() > 0`) to get a tensor predicate")
+        for g in (true_g, false_g):
+            bad = next((n for n in _walk(g) if n.stateful), None)
+            if bad is not None:
+                raise lowering_error(node, f"its branch runs the stateful op {bad.op.name} "
+                                     f"(at {bad.origin or '?'}); torch.cond branches cannot mutate state",
+                                     "move the update out of the `if`, e.g. `v.assign(torch.where(c, a, b))`")
+            for o in g.outputs:
+                if not isinstance(o, Value) or o.kind is not ValueKind.TENSOR:
+                    raise lowering_error(node, f"a branch returns the Python value {o!r}; torch.cond branches "
+                                         f"return tensors only", "make the value a tensor in both branches")
+        branches = []
+        for g in (true_g, false_g):
+            name = _fresh_attr(self.root, f"{node.name}_{g.name}" if node.outputs else g.name)
+            self.root.add_module(name, _branch_module(g, operands))
+            branches.append(self.g.get_attr(name))
+        p = self.env[id(pred)]
+        if pred.dtype is not torch.bool:
+            p = self.g.call_method("bool", (p,))
+        ops = tuple(self.env[id(v)] for v in operands)
+        return self.g.call_function(torch.cond, (p, branches[0], branches[1], ops))
+
+
+def _branch_module(g: Graph, operands: list[Value]) -> fx.GraphModule:
+    """A branch of a cond as a GraphModule taking every operand of the cond."""
+    root = torch.nn.Module()
+    fx_graph = fx.Graph()
+    env = {id(v): fx_graph.placeholder(v.name) for v in operands}
+    lowering = _Lowering(root, fx_graph, env)
+    lowering.nodes(g.nodes)
+    ins = {id(v) for v in operands}
+    # torch.cond rejects a branch returning one of its inputs as is: return a copy.
+    outs = tuple(fx_graph.call_method("clone", (env[id(o)],)) if id(o) in ins else lowering.arg(o) for o in g.outputs)
+    fx_graph.output(outs)
+    return fx.GraphModule(root, fx_graph)
+
+
+def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
+    loc = node.origin
+    where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to torch.fx: {why}.{code}\n"
+                              f"Fix: {fix}.")
+
+
+def _walk(g: Graph):
+    for n in g.nodes:
+        yield n
+        for sub in n.subgraphs:
+            yield from _walk(sub)
+
+
+def _fresh_attr(root: torch.nn.Module, base: str) -> str:
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
+    name, i = base, 1
+    while hasattr(root, name):
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def _dedupe(values: list[Value]) -> list[Value]:
+    seen: set[int] = set()
+    out = []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+

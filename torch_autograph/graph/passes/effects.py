@@ -1,0 +1,133 @@
+"""Which values a graph may mutate or alias: the facts CSE and constant folding must respect.
+
+Tensors are mutable: an in-place op, `x[i] = v`, `Variable.assign` or an
+optimizer step changes a tensor (and every view of it) between two reads. A
+pass that merges or precomputes a value must know:
+
+- `possibly_mutated(graph)`: values that some stateful node may write, plus
+  every value they may be a view of (an op's output can alias its inputs:
+  `view`, `reshape`, `x[0]`, `.to()` that returns self...);
+- `epochs(graph)`: for each node, how many stateful nodes ran before it, so
+  two reads are only merged when nothing could have written in between.
+
+For example::
+
+    %view = %x.view(4)
+    %add_ = %view.add_(1)        # writes %view, hence %x too
+    -> possibly_mutated = {%view, %x}
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Iterable
+
+from ..graph import Graph, Node, OpKind, Value, iter_values
+
+# Operators whose result is always a new tensor (never a view of an argument).
+_FRESH_OPERATORS = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
+    operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne, operator.neg,
+    operator.invert, abs,
+})
+# torch functions / Tensor methods (by name) whose result is always a new tensor.
+FRESH_NAMES = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "neg", "abs",
+    "sin", "cos", "tan", "tanh", "sigmoid", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
+    "relu", "gelu", "silu", "softplus", "elu", "leaky_relu", "hardtanh", "erf", "erfc", "reciprocal", "square",
+    "sign", "floor", "ceil", "round", "trunc", "clamp", "clip", "minimum", "maximum", "where", "lerp",
+    "addcmul", "addcdiv", "matmul", "mm", "bmm", "linear", "addmm", "einsum", "softmax", "log_softmax",
+    "layer_norm", "sum", "mean", "prod", "amax", "amin", "var", "std", "norm", "cumsum", "cat", "stack",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "clone", "tensor",
+    "zeros", "ones", "full", "arange", "eye", "linspace", "logspace", "zeros_like", "ones_like", "full_like",
+    "scalar_tensor", "cross_entropy", "mse_loss", "nll_loss", "conv1d", "conv2d", "conv3d", "dropout",
+})
+
+
+def op_name(node: Node) -> str:
+    """The plain name of what a node calls: `add` for operator.add, torch.add and Tensor.add."""
+    t = node.op.target
+    if node.op.kind in (OpKind.METHOD, OpKind.GETATTR):
+        return str(t)
+    return getattr(t, "__name__", "") or ""
+
+
+def returns_fresh(node: Node) -> bool:
+    """Whether every output of `node` is a new tensor, never a view of one of its inputs."""
+    if node.op.kind is OpKind.OPERATOR:
+        return node.op.target in _FRESH_OPERATORS
+    if node.op.kind in (OpKind.FUNCTION, OpKind.METHOD):
+        return op_name(node) in FRESH_NAMES
+    return False
+
+
+def _written(node: Node) -> Iterable[Value]:
+    """The values a stateful node may write."""
+    name = op_name(node)
+    if "out" in node.kwargs:
+        yield from iter_values(node.kwargs["out"])
+    if node.op.kind is OpKind.OPERATOR and node.op.target is operator.setitem:
+        yield from iter_values(node.args[0])
+    elif node.op.kind is OpKind.METHOD and name.endswith("_") and not name.endswith("__"):
+        yield from iter_values(node.args[0])  # x.add_(y) writes x only
+    elif node.op.kind is OpKind.FUNCTION and name.endswith("_") and not name.endswith("__") and node.args:
+        yield from iter_values(node.args[0])  # torch._foreach_mul_([...], s), torch.relu_(x)
+    elif node.op.kind is OpKind.FUNCTION and name.startswith("assign") and node.args:
+        yield from iter_values(node.args[0])  # Variable updates: assign(t, value)
+    else:
+        yield from iter_values((node.args, node.kwargs))  # unknown effects: anything it reads
+        for sub in node.subgraphs:
+            yield from sub.inputs
+
+
+def possibly_mutated(graph: Graph) -> set[int]:
+    """ids of the values some stateful node (of this graph or a sub-graph) may write, with their aliases."""
+    written: set[int] = set()
+
+    def collect(g: Graph) -> None:
+        for node in g.nodes:
+            if node.stateful:
+                written.update(id(v) for v in _written(node))
+            for sub in node.subgraphs:
+                collect(sub)
+
+    collect(graph)
+    return _with_aliases(graph, written)
+
+
+def _with_aliases(graph: Graph, seeds: set[int]) -> set[int]:
+    """`seeds` plus every value a seed may be a view of (walking producers backwards)."""
+    out = set(seeds)
+    for node in reversed(graph.nodes):
+        if returns_fresh(node) or not any(id(v) in out for v in node.outputs):
+            continue
+        if _is_cond(node):
+            # A cond output aliases what its branches return: follow the branches, not every operand.
+            hit = [i for i, v in enumerate(node.outputs) if id(v) in out]
+            for sub in node.subgraphs:
+                inner = _with_aliases(sub, {id(sub.outputs[i]) for i in hit if isinstance(sub.outputs[i], Value)})
+                out.update(id(v) for v in sub.inputs if id(v) in inner)
+        else:
+            out.update(id(v) for v in node.input_values())
+    return out
+
+
+def _is_cond(node: Node) -> bool:
+    return (node.op.kind is OpKind.CONTROL and len(node.subgraphs) == 2
+            and not hasattr(node.op.target, "loop_vars")
+            and all(len(s.outputs) == len(node.outputs) for s in node.subgraphs))
+
+
+def output_aliases(graph: Graph) -> set[int]:
+    """ids of the graph outputs and of every value an output may be a view of."""
+    return _with_aliases(graph, {id(v) for v in iter_values(graph.outputs)})
+
+
+def epochs(graph: Graph) -> list[int]:
+    """For each node of `graph`, the number of stateful nodes before it."""
+    out, n = [], 0
+    for node in graph.nodes:
+        out.append(n)
+        n += node.stateful
+    return out
