@@ -27,7 +27,7 @@ import torch
 
 from .. import errors
 from . import lists, tracer
-from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
+from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
 from .passes.dead_code import eliminate_dead_code
 from .tensor import GraphTensor, make_graph_tensor
 
@@ -243,7 +243,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     eliminate_dead_code(tb.graph)
     eliminate_dead_code(fb.graph)
     stateful = any(n.stateful for g in (tb.graph, fb.graph) for n in g.nodes)
-    lifted = _dedupe([v for g in (tb.graph, fb.graph) for v in g.inputs])
+    lifted = unique_values([v for g in (tb.graph, fb.graph) for v in g.inputs])
     node = Node(Op(OpKind.CONTROL, CondOp(), "cond", stateful=stateful), (p._value, *lifted), {}, tuple(outs),
                 pattern=tuple(outs), origin=origin, subgraphs=(tb.graph, fb.graph))
     state.graph.nodes.append(node)
@@ -355,16 +355,6 @@ def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
     if names and isinstance(out, (tuple, list)) and len(out) == len(names) and i < len(names):
         return names[i]
     return f"output {i}"
-
-
-def _dedupe(values: list[Value]) -> list[Value]:
-    seen: set[int] = set()
-    out = []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 
 
 def _check_predicate(p: GraphTensor, what: str, origin: SourceLocation | None) -> None:
@@ -659,7 +649,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
              for i, lv in carried.items()}
     final_iterated = Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR) if iterated else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
-    lifted = _dedupe([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
+    lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
     stateful = any(n.stateful for g in (cb.graph, bb.graph) for n in g.nodes)
     extra = (max_iter,) if isinstance(max_iter, Value) else ()
     node = Node(Op(OpKind.CONTROL, WhileOp(loop_values, max_iter), "while", stateful=stateful),

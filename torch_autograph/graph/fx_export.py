@@ -28,7 +28,7 @@ import torch.fx as fx
 
 from ..errors import GraphLoweringError
 from .control_flow import CheckOp, CondOp, WhileOp
-from .graph import Graph, Node, OpKind, Value, ValueKind
+from .graph import Graph, Node, OpKind, Value, ValueKind, unique_values
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -123,7 +123,7 @@ class _Lowering:
 
     def cond(self, node: Node) -> fx.Node:
         true_g, false_g = node.subgraphs
-        operands = _dedupe([v for g in (true_g, false_g) for v in g.inputs])
+        operands = unique_values([v for g in (true_g, false_g) for v in g.inputs])
         pred = node.args[0]
         if pred.kind is not ValueKind.TENSOR:
             raise lowering_error(node, f"its predicate %{pred.name} is a run-time Python {pred.type_str()}, "
@@ -186,13 +186,4 @@ def _fresh_attr(root: torch.nn.Module, base: str) -> str:
         name, i = f"{base}_{i}", i + 1
     return name
 
-
-def _dedupe(values: list[Value]) -> list[Value]:
-    seen: set[int] = set()
-    out = []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 

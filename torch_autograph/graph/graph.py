@@ -167,6 +167,17 @@ def iter_values(obj: Any) -> Iterator[Value]:
         yield from iter_values((obj.start, obj.stop, obj.step))
 
 
+def unique_values(values: Any) -> list[Value]:
+    """`values` without repeats (by identity), in first-seen order."""
+    seen: set[int] = set()
+    out = []
+    for v in values:
+        if id(v) not in seen:
+            seen.add(id(v))
+            out.append(v)
+    return out
+
+
 _INFIX = {
     operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
     operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from .graph import Value, ValueKind
+from .graph import Value, ValueKind, iter_values
 
 _SENTINELS = (17, 19)
 _SCALAR_TYPES = {torch.bool: bool, torch.float64: float, torch.int64: int}
@@ -66,7 +66,7 @@ class ShapeInference:
         return out
 
     def _infer_uncached(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
-        values = [v for v in _iter_values((args, kwargs))]
+        values = [v for v in iter_values((args, kwargs))]
         unknown = any(v.kind in (ValueKind.SCALAR, ValueKind.LIST) or v.shape is None or None in v.shape
                       for v in values)
         unknown_rank = any(v.kind is ValueKind.TENSOR and v.shape is None for v in values)
@@ -92,19 +92,6 @@ def _looks_data_dependent(err: Exception) -> bool:
     text = str(err)
     return isinstance(err, NotImplementedError) or any(
         s in text for s in ("meta", "data-dependent", "Meta", "item()", "cannot be called on", "data dependent"))
-
-
-def _iter_values(obj: Any):
-    if isinstance(obj, Value):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _iter_values(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _iter_values(x)
-    elif isinstance(obj, slice):
-        yield from _iter_values((obj.start, obj.stop, obj.step))
 
 
 def _memo_key(func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
@@ -176,7 +163,7 @@ def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str, 
                          _materialize(kwargs, sentinel, device, None, scalar))
     if func in (torch.Tensor.cuda, torch.Tensor.cpu):
         return a[0].clone()
-    if device == "meta" and "device" not in k and not any(v.kind is ValueKind.TENSOR for v in _iter_values((args, kwargs))):
+    if device == "meta" and "device" not in k and not any(v.kind is ValueKind.TENSOR for v in iter_values((args, kwargs))):
         # A factory (torch.zeros(n), torch.randn(3)): on the default device it would allocate real memory
         # and draw from the global generator while tracing, shifting every later random number.
         try:

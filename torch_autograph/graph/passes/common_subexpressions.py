@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from ..graph import Graph, Node, OpKind, Value, ValueKind, iter_values
+from ..graph import Graph, Node, OpKind, Value, ValueKind, iter_values, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
 
 
@@ -155,7 +155,7 @@ def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
     if node.op.kind is OpKind.CONTROL:
         target = node.op.target
         if not _is_while(target):
-            node.args = node.args[:1] + tuple(_dedupe(node.args[1:]))  # cond: (pred, *lifted values)
+            node.args = node.args[:1] + tuple(unique_values(node.args[1:]))  # cond: (pred, *lifted values)
         if _is_while(target) and isinstance(target.maximum_iterations, Value):
             limit = mapping.get(id(target.maximum_iterations), target.maximum_iterations)
             node.op = dataclasses.replace(node.op, target=dataclasses.replace(target, maximum_iterations=limit))
@@ -164,7 +164,7 @@ def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
 
 
 def _substitute_graph(g: Graph, mapping: dict[int, Value]) -> None:
-    g.inputs = _dedupe(substitute(g.inputs, mapping))
+    g.inputs = unique_values(substitute(g.inputs, mapping))
     for n in g.nodes:
         substitute_node(n, mapping)
     g.outputs = substitute(g.outputs, mapping)
@@ -187,11 +187,3 @@ def _reads(node: Node) -> list[Value]:
     return vals
 
 
-def _dedupe(values: list) -> list:
-    seen: set[int] = set()
-    out = []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
