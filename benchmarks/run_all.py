@@ -27,8 +27,9 @@ import bench_elementwise_chain  # noqa: E402
 import bench_jit  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_tracing  # noqa: E402
+import bench_train_step  # noqa: E402
 
-BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_jit]
+BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step, bench_jit]
 
 
 def main() -> int:

@@ -90,6 +90,8 @@ class TraceState:
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
+        # Read once per trace: torch.get_default_device() costs microseconds per call.
+        self.default_device = torch.get_default_device() if parent is None else parent.default_device
         self.closed = False
         self._names: set[str] = set() if parent is None else self.root._names
         self._captures: dict[int, GraphTensor] = {}
@@ -329,7 +331,7 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         with torch._C.DisableTorchFunction():
             autograd_meta = _AUTOGRAD_META.get(func) if type(func) is _FunctionType else None
             meta = autograd_meta(vargs, vkwargs) if autograd_meta is not None else _shape_inference.infer(
-                infer_fn, vargs, vkwargs, torch.get_default_device())
+                infer_fn, vargs, vkwargs, state.root.default_device)
     except DataDependentValue:
         loc = user_location()
         raise OperatorNotAllowedInGraphError(
