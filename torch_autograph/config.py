@@ -10,6 +10,7 @@ _lock = threading.Lock()
 class _Config:
     run_eagerly: bool = False
     max_traces: int = 64
+    jit_threshold: int = 100
 
 
 _config = _Config()
@@ -34,3 +35,20 @@ def set_default_max_traces(n: int) -> None:
     if n < 1:
         raise ValueError(f"max_traces must be at least 1, got {n}")
     _config.max_traces = int(n)
+
+
+def set_jit_threshold(n: int) -> None:
+    """Calls after which a `jit_compile="auto"` ConcreteFunction is compiled with inductor; default 100.
+
+    Until then it runs on the default backend; at the n-th call inductor compiles it in a
+    background thread and the compiled code replaces the default one when ready (no call
+    waits for it). `ConcreteFunction.wait_for_compile(timeout)` waits for that compile.
+    """
+    if n < 1:
+        raise ValueError(f"the jit threshold must be at least 1, got {n}")
+    _config.jit_threshold = int(n)
+
+
+def get_jit_threshold() -> int:
+    """The threshold set by `set_jit_threshold` (default 100)."""
+    return _config.jit_threshold

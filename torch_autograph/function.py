@@ -114,6 +114,8 @@ class ConcreteFunction:
         self._result = result
         self._guards = guards
         self._last_used = 0
+        self._default_fn = fn  # the default backend's function (error notes; jit_compile="auto" runs it first)
+        self._tier = None  # jit_compile="auto": the backends.inductor.Tiered compiling this function when hot
         single = isinstance(result, GraphTensor) or result is None
         template = nest.map_structure(lambda _: None, result) if not single else None
         self._pack = None if single else functools.partial(nest.pack_sequence_as, template)
@@ -133,6 +135,21 @@ class ConcreteFunction:
             _note_runtime_error(e, self)
             raise
         return out if self._pack is None else self._pack(out)
+
+    def _install(self, fn: Callable) -> None:
+        self._fn = fn  # one attribute store: the call paths read `cf._fn` once per call
+
+    @property
+    def jit_status(self) -> str | None:
+        """jit_compile="auto" only (else None): "default" (counting calls on the default backend),
+        "compiling" (inductor, in a background thread), "compiled" (inductor code in use) or "failed"
+        (stays on the default backend; one warning per Function said why)."""
+        return None if self._tier is None else self._tier.status
+
+    def wait_for_compile(self, timeout: float | None = None) -> bool:
+        """jit_compile="auto": wait up to `timeout` s for a background inductor compile already started
+        (by the `ta.config.set_jit_threshold` call); True when the compiled code is now the one called."""
+        return self._tier is not None and self._tier.wait(timeout)
 
     def _guards_hold(self) -> bool:
         for ref, training in self._guards:
@@ -206,7 +223,7 @@ def _note_runtime_error(e: BaseException, cf: "ConcreteFunction") -> None:
     """Name the user line whose op failed while a graph ran (once per exception)."""
     if getattr(e, "_ta_runtime_note", False):
         return
-    note = runtime_error_note(e, cf._fn)
+    note = runtime_error_note(e, cf._default_fn)
     if note is not None:
         try:
             e.add_note(note)
@@ -603,23 +620,31 @@ class Function:
         eliminate_dead_code(graph)
         graph.verify()
         return_tuple = not (isinstance(result, GraphTensor) or result is None)
-        if self._jit_compile:
+        if self._jit_compile and self._jit_compile != "auto":
             from .backends import inductor
 
-            fallback = self._jit_fallback if self._jit_compile == "auto" else None
-            fn = inductor.compile_graph(graph, return_tuple=return_tuple, grad=grad, fallback=fallback)
+            fn = inductor.compile_graph(graph, return_tuple=return_tuple, grad=grad)
         else:
             fn = compile_graph(graph, return_tuple=return_tuple)
         cf = ConcreteFunction(graph=graph, fn=fn, signature=self._signature, arg_types=arg_types, result=result,
                               guards=guards, function_name=self._name, grad=grad)
+        if self._jit_compile == "auto":  # tiered: default backend now, inductor in the background once hot
+            from .backends import inductor
+
+            cf._tier = inductor.Tiered(graph, fn, return_tuple=return_tuple, grad=grad,
+                                       threshold=_config.jit_threshold, install=cf._install,
+                                       on_fail=self._jit_fallback)
+            cf._fn = cf._tier.entry()
         return cf
 
     def _jit_fallback(self, reason: str) -> None:
         """jit_compile="auto" could not compile a graph with inductor: warn once per Function."""
-        if not self._jit_warned:
+        with _monitors_lock:  # the compile threads of several traces may fail at once
+            if self._jit_warned:
+                return
             self._jit_warned = True
-            warnings.warn(f"ta.function {self._name}: jit_compile='auto' falls back to the default backend: "
-                          f"{reason}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"ta.function {self._name}: jit_compile='auto' falls back to the default backend: "
+                      f"{reason}", RuntimeWarning, stacklevel=2)
 
     def _make_signature(self) -> inspect.Signature:
         fn = self._python_function
@@ -854,7 +879,12 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             torch.fx, compiled once per ConcreteFunction, called directly:
             no dynamo guards per call; gradients through AOT autograd).
             Raises `errors.GraphLoweringError` for a graph inductor cannot take;
-            "auto" falls back to the default backend with one warning.
+            "auto" is tiered: each ConcreteFunction runs on the default backend
+            first; at its `ta.config.set_jit_threshold` call (default 100) a
+            daemon thread compiles it with inductor and swaps the result in when
+            ready (no call waits; `ConcreteFunction.wait_for_compile(timeout)`
+            and `.jit_status` tell). A graph inductor cannot take stays on the
+            default backend, with one warning per Function.
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
 

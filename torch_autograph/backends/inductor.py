@@ -1,6 +1,6 @@
 """The `jit_compile=True` backend: Graph -> torch.fx -> inductor, compiled once, called directly.
 
-    f = ta.function(step, jit_compile=True)   # or jit_compile="auto"
+    f = ta.function(step, jit_compile=True)   # or jit_compile="auto" (tiered: see `Tiered`)
 
 `compile_graph` lowers the graph with `Graph.to_fx` and compiles the module
 with `torch._inductor.compile_fx.compile_fx` (AOT autograd + inductor's C++ /
@@ -43,6 +43,7 @@ from ..graph.graph import Graph, Value
 from . import torch_codegen
 
 _Fallback = Callable[[str], None]
+_COMPILE_LOCK = threading.Lock()
 
 
 def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, fallback: _Fallback | None = None
@@ -95,7 +96,7 @@ class _Runner:
     """Owns the compiled variants of one graph; `entry()` is the per-call function."""
 
     def __init__(self, graph: Graph, gm: torch.fx.GraphModule, slots: list[Any], return_tuple: bool, grad: bool,
-                 fallback: _Fallback | None) -> None:
+                 fallback: _Fallback | None, default: Callable | None = None) -> None:
         self.graph = graph
         self.trace_grad = grad
         if _computes_gradients(graph):
@@ -109,6 +110,9 @@ class _Runner:
         self.variants: dict[tuple, Callable] = {}
         self.lock = threading.Lock()
         self.eager: Callable | None = None  # the default backend, once "auto" fell back
+        # jit_compile="auto" (tiered): the default backend's function, run for arguments no variant was
+        # compiled for; select() then never compiles on the call path.
+        self.default = default
         self.post = _post(slots, return_tuple)
 
     def entry(self) -> Callable[..., Any]:
@@ -125,8 +129,9 @@ class _Runner:
             try:
                 out = fn(*args)
             except AssertionError:
-                # inductor's size/stride asserts: an input of a layout this variant was not compiled for
-                if runner.key(args) in runner.variants:
+                # inductor's size/stride asserts (they run before any op): an input of a layout this
+                # variant was not compiled for. Re-raise a genuine error of the function itself.
+                if fn is runner.default or runner.variants.get(runner.key(args)) is fn:
                     raise
                 out = runner.select(args, state)(*args)
             return out[0] if first else post(out)
@@ -146,6 +151,8 @@ class _Runner:
             with self.lock:
                 fn = self.variants.get(key)
                 if fn is None:
+                    if self.default is not None:
+                        return self.default  # tiered: not made current, the compiled variant stays first
                     fn = self.variants[key] = self.compile(args)
         state[0] = (args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None
         state[1] = fn
@@ -155,7 +162,9 @@ class _Runner:
         from torch._inductor.compile_fx import compile_fx
 
         try:
-            with torch.set_grad_enabled(self.grad):  # False for a self-differentiating graph
+            # One compile at a time in this process: inductor's lazy set-up (pattern registration) is not
+            # thread-safe, and jit_compile="auto" compiles in background threads.
+            with _COMPILE_LOCK, torch.set_grad_enabled(self.grad):  # False for a self-differentiating graph
                 compiled = compile_fx(self.gm, list(args))
         except Exception as e:  # noqa: BLE001 - inductor's errors are many; all mean "cannot compile this"
             why = f"inductor could not compile graph {self.graph.name}: {type(e).__name__}: " \
@@ -167,6 +176,84 @@ class _Runner:
             self.eager = torch_codegen.compile_graph(self.graph, return_tuple=True)
             return self.eager
         return compiled  # aot_module_simplified's forward(*args), whatever its `_boxed_call` says
+
+
+class Tiered:
+    """jit_compile="auto": run on the default backend, compile with inductor once the function is hot.
+
+    `entry` (the function the call path runs at first) counts calls and runs the default backend's
+    function. At the `threshold`-th call it hands the call path the default function itself (no
+    counting any more) and starts one daemon thread that lowers the graph and compiles it with inductor
+    for the layout and requires_grad pattern of that call's arguments; when the compile is done,
+    `install` swaps the compiled entry in (one attribute store: a concurrent call runs one or the
+    other). No call waits for the compile. A graph inductor cannot take, or a compile error, leaves
+    the default backend in place and calls `on_fail(reason)` (one warning per Function).
+    The compiled entry runs the default function for arguments of another layout or requires_grad
+    pattern than the compiled one (never compiling again on the call path).
+    """
+
+    def __init__(self, graph: Graph, default: Callable[..., Any], *, return_tuple: bool, grad: bool,
+                 threshold: int, install: Callable[[Callable[..., Any]], None], on_fail: _Fallback) -> None:
+        self.graph = graph
+        self.default = default
+        self.return_tuple = return_tuple
+        self.grad = grad
+        self.threshold = threshold
+        self.install = install
+        self.on_fail = on_fail
+        self.status = "default"  # -> "compiling" -> "compiled" | "failed"
+        self.calls = 0
+        self.thread: threading.Thread | None = None
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def entry(self) -> Callable[..., Any]:
+        tier, default, threshold = self, self.default, self.threshold
+
+        def counting(*args: Any) -> Any:
+            n = tier.calls = tier.calls + 1
+            if n >= threshold:
+                tier.start(args)
+            return default(*args)
+
+        return counting
+
+    def start(self, args: tuple) -> None:
+        """Begin the background compile for arguments like `args` (once; later calls return at once)."""
+        with self._lock:
+            if self.thread is not None:
+                return
+            self.install(self.default)  # stop counting
+            # Metadata-only examples: the compile must not keep (or read) the caller's tensors.
+            example = [torch.empty_strided(a.size(), a.stride(), dtype=a.dtype, device=a.device)
+                       .requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+            self.status = "compiling"
+            self.thread = threading.Thread(target=self._compile, args=(example,), daemon=True,
+                                           name=f"ta-jit-{self.graph.name}")
+            self.thread.start()
+
+    def _compile(self, example: list[Any]) -> None:
+        try:
+            try:
+                gm, slots, values_graph = _lower(self.graph)
+                runner = _Runner(values_graph, gm, slots, self.return_tuple, self.grad, None, default=self.default)
+                runner.variants[runner.key(tuple(example))] = runner.compile(tuple(example))
+                entry = runner.entry()
+            except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
+                self.status = "failed"
+                why = str(e).strip() or type(e).__name__
+                self.on_fail(why.split("\nFix:")[0])
+                return
+            self.install(entry)
+            self.status = "compiled"
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a started compile; True when the inductor code is in use."""
+        if self.thread is not None:
+            self.done.wait(timeout)
+        return self.status == "compiled"
 
 
 _AUTOGRAD_ENTRY_POINTS = (torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward)
