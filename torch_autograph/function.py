@@ -29,19 +29,19 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
 from . import nest
 from . import signatures as sig
 from .backends.torch_codegen import compile_graph, runtime_error_note
 from .config import _config
-from .errors import InvalidArgumentError
 from .graph import tracer
 from .graph.graph import Graph, Value, ValueKind
 from .graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
 from .graph.tensor import GraphTensor
-from .signatures import Identity, Literal, Structure, TensorSpec
+from .arguments import (bind_arguments, check_against_spec, collect_inputs, iter_type_leaves, placeholders_for,
+                        rebuild_call, resolve_device)
+from .signatures import Literal, Structure, TensorSpec
 from . import variables
 
 logger = logging.getLogger("torch_autograph")
@@ -122,13 +122,13 @@ class ConcreteFunction:
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        bound = _bind(self._signature, args, kwargs, self.name)
+        bound = bind_arguments(self._signature, args, kwargs, self.name)
         return self._call_bound(bound)
 
     def _call_bound(self, bound: dict[str, Any]) -> Any:
         flat: list[torch.Tensor] = []
         for name, value in bound.items():
-            _collect_inputs(self._arg_types[name], value, name, flat, self.name)
+            collect_inputs(self._arg_types[name], value, name, flat, self.name)
         try:
             out = self._fn(*flat)
         except Exception as e:
@@ -251,59 +251,6 @@ def _describe_output(result: Any) -> str:
         return Literal(x) if isinstance(x, (int, float, str, bool, type(None))) else x
 
     return repr(nest.map_structure(leaf, result))
-
-
-def _collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> None:
-    """Append the tensor leaves of `value` (checked against trace type `t`) to `out`."""
-    if isinstance(t, TensorSpec):
-        out.append(_as_tensor(value, t, path, fn_name))
-    elif isinstance(t, Structure):
-        kids = nest.children(value)
-        keys = tuple(k for k, _ in kids) if kids is not None else None
-        if kids is None or keys != t.keys or (type(value) if not isinstance(value, dict) else dict) != t.kind:
-            raise TypeError(f"{fn_name}: argument {path} must have the structure {t!r}, got {_short(value)}")
-        for (k, child), ct in zip(kids, t.items):
-            _collect_inputs(ct, child, f"{path}[{k!r}]", out, fn_name)
-    elif isinstance(t, Literal):
-        if not (type(value) is type(t.value) and value == t.value):
-            raise TypeError(f"{fn_name}: argument {path} was traced as {t!r}; can not cast {_short(value)} to it. "
-                            f"Call the Function (not this ConcreteFunction) to trace the new value.")
-    elif isinstance(t, Identity):
-        if value is not t.obj:
-            raise TypeError(f"{fn_name}: argument {path} was traced for the object {t!r}, got {_short(value)}")
-
-
-def _as_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> torch.Tensor:
-    if isinstance(value, np.ndarray):
-        value = torch.from_numpy(value)
-    elif isinstance(value, (int, float, bool, list)):
-        value = torch.tensor(value, dtype=spec.dtype)
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {_short(value)}")
-    if not spec.is_compatible_with(value):
-        # TensorFlow's InvalidArgumentError for a ConcreteFunction fed a tensor of the wrong type (SPEC item 31).
-        raise InvalidArgumentError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
-                        f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
-    return value
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
-    r = repr(value)
-    return r if len(r) < 80 else r[:77] + "..."
-
-
-def _bind(signature: inspect.Signature, args: tuple, kwargs: dict, fn_name: str) -> dict[str, Any]:
-    try:
-        b = signature.bind(*args, **kwargs)
-    except TypeError as e:
-        shown = ", ".join(_short(a) for a in args)
-        shown_kw = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
-        raise TypeError(f"Binding inputs to {fn_name} failed: {e}. Received args: ({shown}) and kwargs: "
-                        f"{{{shown_kw}}} for signature: {signature}.") from None
-    b.apply_defaults()
-    return dict(b.arguments)
 
 
 # ----------------------------------------------------------------------------------------
@@ -442,7 +389,7 @@ class Function:
         if tracer.current() is not None:
             # Called from inside another trace: inline our Python code into that graph.
             return self._traced_target()(*args, **kwargs)
-        bound = _bind(self._signature, args, kwargs, self._name)
+        bound = bind_arguments(self._signature, args, kwargs, self._name)
         types_ = self._types_of(bound)
         key = (_is_grad_enabled(), types_)
         cf = self._find(key) or self._trace_for(key, bound)
@@ -463,7 +410,7 @@ class Function:
                 key.append((t, a))
             else:
                 return
-        n_flat = sum(isinstance(x, TensorSpec) for x in _iter_type_leaves(cf._arg_types.values()))
+        n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf._arg_types.values()))
         if n_flat != len(positions) or id(cf) not in self._traces:
             return  # defaults hold tensors too (only the slow path binds them), or cf was just evicted
         self._fast[tuple(key)] = (cf, None if len(positions) == len(args) else tuple(positions))
@@ -475,20 +422,20 @@ class Function:
         """The ConcreteFunction for these arguments (values or TensorSpecs), tracing it if needed."""
         if self._input_signature is not None and not args and not kwargs:
             args = tuple(self._input_signature)
-        bound = _bind(self._signature, args, kwargs, self._name)
+        bound = bind_arguments(self._signature, args, kwargs, self._name)
         key = (_is_grad_enabled(), self._types_of(bound))
         return self._find(key) or self._trace_for(key, bound)
 
     # ----- the cache ----------------------------------------------------------------
     def _types_of(self, bound: dict[str, Any]) -> tuple:
         if self._input_signature is None:
-            return tuple(_resolve_device(sig.trace_type(v)) for v in bound.values())
+            return tuple(resolve_device(sig.trace_type(v)) for v in bound.values())
         out = []
         names = list(bound)
         for i, name in enumerate(names):
             value = bound[name]
             if i < len(self._input_signature):
-                out.append(_check_against_spec(self._input_signature[i], value, name, self._name, self._signature))
+                out.append(check_against_spec(self._input_signature[i], value, name, self._name, self._signature))
             else:
                 out.append(sig.trace_type(value))
         return tuple(out)
@@ -606,8 +553,8 @@ class Function:
         graph = Graph(self._name)
         target = self._traced_target()
         with torch.set_grad_enabled(grad), tracer.tracing(graph) as state:
-            values = {n: _placeholders(state, arg_types[n], bound[n], n) for n in names}
-            args, kwargs = _rebuild_call(self._signature, values)
+            values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in names}
+            args, kwargs = rebuild_call(self._signature, values)
             try:
                 result = target(*args, **kwargs)
             except Exception as e:
@@ -717,94 +664,6 @@ def _autograph_convert(fn: Callable) -> Callable:
         return fn
     convert = getattr(api, "convert", None)
     return fn if convert is None else convert(fn)
-
-
-def _iter_type_leaves(types_: Any):
-    for t in types_:
-        if isinstance(t, Structure):
-            yield from _iter_type_leaves(t.items)
-        else:
-            yield t
-
-
-def _resolve_device(t: Any) -> Any:
-    if isinstance(t, TensorSpec) and t.device is None:
-        return TensorSpec(t.shape, t.dtype, t.name, torch.get_default_device())
-    if isinstance(t, Structure):
-        return Structure(t.kind, t.keys, tuple(_resolve_device(i) for i in t.items))
-    return t
-
-
-def _check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature: inspect.Signature) -> Any:
-    if isinstance(spec, TensorSpec):
-        if isinstance(value, TensorSpec):
-            t = value
-        else:
-            if isinstance(value, np.ndarray):
-                value = torch.from_numpy(value)
-            elif isinstance(value, (list, int, float, bool)):
-                try:
-                    value = torch.as_tensor(value, dtype=spec.dtype)
-                except (TypeError, ValueError, RuntimeError):
-                    pass
-            if not isinstance(value, torch.Tensor):
-                raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} expected a tensor matching "
-                                f"{spec!r}, received {_short(value)}. Signature: {signature}.")
-            t = TensorSpec.from_tensor(value)
-        if not sig.is_subtype(TensorSpec(t.shape, t.dtype), TensorSpec(spec.shape, spec.dtype)):
-            raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} can not be cast: expected "
-                            f"{spec!r}, received {_describe_value(value)}. Signature: {signature}.")
-        return TensorSpec(spec.shape, spec.dtype, spec.name or name,
-                          t.device if t.device is not None else torch.get_default_device())
-    kids_spec = nest.children(spec)
-    kids_val = nest.children(value)
-    if kids_spec is None or kids_val is None or [k for k, _ in kids_spec] != [k for k, _ in kids_val]:
-        raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} must have the structure of "
-                        f"{spec!r}, received {_short(value)}")
-    items = tuple(_check_against_spec(s, v, f"{name}[{k!r}]", fn_name, signature)
-                  for (k, s), (_, v) in zip(kids_spec, kids_val))
-    return Structure(dict if isinstance(spec, dict) else type(spec), tuple(k for k, _ in kids_spec), items)
-
-
-def _describe_value(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
-    return _short(value)
-
-
-def _placeholders(state: tracer.TraceState, t: Any, value: Any, name: str) -> Any:
-    """The argument value seen by the traced Python code."""
-    if isinstance(t, TensorSpec):
-        return state.placeholder(t.name or name, t.dtype, t.shape, t.device)
-    if isinstance(t, Structure):
-        kids = dict(nest.children(value)) if nest.children(value) is not None else {}
-        items = {k: _placeholders(state, ct, kids.get(k), f"{name}_{k}") for k, ct in zip(t.keys, t.items)}
-        if t.kind is dict:
-            return {k: items[k] for k in (value.keys() if isinstance(value, dict) else t.keys)}
-        if t.kind in (list, tuple):
-            return t.kind(items[i] for i in range(len(t.keys)))
-        return nest.rebuild(value, items)
-    if isinstance(t, Literal):
-        return t.value
-    if isinstance(t, Identity):
-        return t.obj
-    return value
-
-
-def _rebuild_call(signature: inspect.Signature, values: dict[str, Any]) -> tuple[list, dict]:
-    args: list = []
-    kwargs: dict = {}
-    for p in signature.parameters.values():
-        v = values[p.name]
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            args.append(v)
-        elif p.kind is p.VAR_POSITIONAL:
-            args.extend(v)
-        elif p.kind is p.KEYWORD_ONLY:
-            kwargs[p.name] = v
-        else:
-            kwargs.update(v)
-    return args, kwargs
 
 
 def _finish_outputs(state: tracer.TraceState, graph: Graph, result: Any) -> Any:

@@ -17,7 +17,6 @@ into the trace.
 
 from __future__ import annotations
 
-import builtins
 import contextvars
 import itertools
 import keyword

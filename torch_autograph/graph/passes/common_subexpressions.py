@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from ..graph import Graph, Node, OpKind, Value, ValueKind, iter_values, unique_values
+from ..graph import Graph, Node, OpKind, Value, ValueKind, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
 
 

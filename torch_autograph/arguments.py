@@ -1,0 +1,162 @@
+"""Call arguments: binding them canonically, checking them against trace types, making placeholders.
+
+A call `f(x, scale=2.0)` is bound to the signature with defaults applied; each
+argument's trace type (signatures.py) is checked against the ConcreteFunction's
+(`collect_inputs` also gathers the tensor leaves the graph takes, in the same
+depth-first order in which `placeholders_for` made them while tracing).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import nest
+from . import signatures as sig
+from .errors import InvalidArgumentError
+from .graph import tracer
+from .signatures import Identity, Literal, Structure, TensorSpec
+
+
+def collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> None:
+    """Append the tensor leaves of `value` (checked against trace type `t`) to `out`."""
+    if isinstance(t, TensorSpec):
+        out.append(as_input_tensor(value, t, path, fn_name))
+    elif isinstance(t, Structure):
+        kids = nest.children(value)
+        keys = tuple(k for k, _ in kids) if kids is not None else None
+        if kids is None or keys != t.keys or (type(value) if not isinstance(value, dict) else dict) != t.kind:
+            raise TypeError(f"{fn_name}: argument {path} must have the structure {t!r}, got {short_repr(value)}")
+        for (k, child), ct in zip(kids, t.items):
+            collect_inputs(ct, child, f"{path}[{k!r}]", out, fn_name)
+    elif isinstance(t, Literal):
+        if not (type(value) is type(t.value) and value == t.value):
+            raise TypeError(f"{fn_name}: argument {path} was traced as {t!r}; can not cast {short_repr(value)} to it. "
+                            f"Call the Function (not this ConcreteFunction) to trace the new value.")
+    elif isinstance(t, Identity):
+        if value is not t.obj:
+            raise TypeError(f"{fn_name}: argument {path} was traced for the object {t!r}, got {short_repr(value)}")
+
+
+def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> torch.Tensor:
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)
+    elif isinstance(value, (int, float, bool, list)):
+        value = torch.tensor(value, dtype=spec.dtype)
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {short_repr(value)}")
+    if not spec.is_compatible_with(value):
+        # TensorFlow's InvalidArgumentError for a ConcreteFunction fed a tensor of the wrong type (SPEC item 31).
+        raise InvalidArgumentError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
+                        f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
+    return value
+
+
+def short_repr(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"Tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device})"
+    r = repr(value)
+    return r if len(r) < 80 else r[:77] + "..."
+
+
+def bind_arguments(signature: inspect.Signature, args: tuple, kwargs: dict, fn_name: str) -> dict[str, Any]:
+    try:
+        b = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        shown = ", ".join(short_repr(a) for a in args)
+        shown_kw = ", ".join(f"{k}={short_repr(v)}" for k, v in kwargs.items())
+        raise TypeError(f"Binding inputs to {fn_name} failed: {e}. Received args: ({shown}) and kwargs: "
+                        f"{{{shown_kw}}} for signature: {signature}.") from None
+    b.apply_defaults()
+    return dict(b.arguments)
+
+
+def iter_type_leaves(types_: Any):
+    for t in types_:
+        if isinstance(t, Structure):
+            yield from iter_type_leaves(t.items)
+        else:
+            yield t
+
+
+def resolve_device(t: Any) -> Any:
+    if isinstance(t, TensorSpec) and t.device is None:
+        return TensorSpec(t.shape, t.dtype, t.name, torch.get_default_device())
+    if isinstance(t, Structure):
+        return Structure(t.kind, t.keys, tuple(resolve_device(i) for i in t.items))
+    return t
+
+
+def check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature: inspect.Signature) -> Any:
+    if isinstance(spec, TensorSpec):
+        if isinstance(value, TensorSpec):
+            t = value
+        else:
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(value)
+            elif isinstance(value, (list, int, float, bool)):
+                try:
+                    value = torch.as_tensor(value, dtype=spec.dtype)
+                except (TypeError, ValueError, RuntimeError):
+                    pass
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} expected a tensor matching "
+                                f"{spec!r}, received {short_repr(value)}. Signature: {signature}.")
+            t = TensorSpec.from_tensor(value)
+        if not sig.is_subtype(TensorSpec(t.shape, t.dtype), TensorSpec(spec.shape, spec.dtype)):
+            raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} can not be cast: expected "
+                            f"{spec!r}, received {describe_value(value)}. Signature: {signature}.")
+        return TensorSpec(spec.shape, spec.dtype, spec.name or name,
+                          t.device if t.device is not None else torch.get_default_device())
+    kids_spec = nest.children(spec)
+    kids_val = nest.children(value)
+    if kids_spec is None or kids_val is None or [k for k, _ in kids_spec] != [k for k, _ in kids_val]:
+        raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} must have the structure of "
+                        f"{spec!r}, received {short_repr(value)}")
+    items = tuple(check_against_spec(s, v, f"{name}[{k!r}]", fn_name, signature)
+                  for (k, s), (_, v) in zip(kids_spec, kids_val))
+    return Structure(dict if isinstance(spec, dict) else type(spec), tuple(k for k, _ in kids_spec), items)
+
+
+def describe_value(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return short_repr(value)
+
+
+def placeholders_for(state: tracer.TraceState, t: Any, value: Any, name: str) -> Any:
+    """The argument value seen by the traced Python code."""
+    if isinstance(t, TensorSpec):
+        return state.placeholder(t.name or name, t.dtype, t.shape, t.device)
+    if isinstance(t, Structure):
+        kids = dict(nest.children(value)) if nest.children(value) is not None else {}
+        items = {k: placeholders_for(state, ct, kids.get(k), f"{name}_{k}") for k, ct in zip(t.keys, t.items)}
+        if t.kind is dict:
+            return {k: items[k] for k in (value.keys() if isinstance(value, dict) else t.keys)}
+        if t.kind in (list, tuple):
+            return t.kind(items[i] for i in range(len(t.keys)))
+        return nest.rebuild(value, items)
+    if isinstance(t, Literal):
+        return t.value
+    if isinstance(t, Identity):
+        return t.obj
+    return value
+
+
+def rebuild_call(signature: inspect.Signature, values: dict[str, Any]) -> tuple[list, dict]:
+    args: list = []
+    kwargs: dict = {}
+    for p in signature.parameters.values():
+        v = values[p.name]
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            args.append(v)
+        elif p.kind is p.VAR_POSITIONAL:
+            args.extend(v)
+        elif p.kind is p.KEYWORD_ONLY:
+            kwargs[p.name] = v
+        else:
+            kwargs.update(v)
+    return args, kwargs
