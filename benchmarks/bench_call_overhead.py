@@ -85,8 +85,9 @@ def run(settings: Settings) -> list[Row]:
     neg_added = neg.median_us - neg_base
     rows += [
         Row(NAME, "neg by hand", neg_base, None, "", None, "x.neg(): no constant to hoist"),
-        Row(NAME, "ta.function neg", neg.median_us, neg.median_us / neg_base, f"<= {RATIO_TARGET}x",
-            neg.median_us / neg_base <= RATIO_TARGET, f"+{neg_added:.3f} µs: the pure per-call dispatch overhead"),
+        Row(NAME, "ta.function neg", neg.median_us, neg.median_us / neg_base, f"added <= {ADDED_TARGET_US} µs",
+            neg_added <= ADDED_TARGET_US, f"+{neg_added:.3f} µs: the pure per-call dispatch overhead (the "
+            f"ratio target is defined on x + 1, a costlier op)"),
     ]
     if C is not None:
         comp = res["torch.compile"]
