@@ -122,3 +122,49 @@ def test_py_function_runs_at_every_call_in_order():
     assert log == [1.0, "after", 2.0, "after"]
     spec = ta.py_function(lambda: [1, 2], [], Tout=ta.TensorSpec([2], torch.int64))
     assert spec.tolist() == [1, 2]  # eager: called at once, converted to the dtype
+
+
+def test_reading_grad_while_tracing_warns_and_py_function_runs_it_every_call():
+    import inspect
+    import warnings
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+
+    def naive(x):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)  # <- reads .grad
+        opt.step()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ta.function(naive)(torch.randn(4, 3))
+    lines, start = inspect.getsourcelines(naive)
+    line = start + next(i for i, t in enumerate(lines) if "# <- reads .grad" in t)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ta.errors.TraceTimeValueWarning)]
+    assert len(messages) == 1 and f"test_training.py:{line}" in messages[0] and "ta.py_function" in messages[0]
+
+    def staged(x):
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1))
+        opt.step()
+
+    torch.manual_seed(1)
+    xs = [torch.randn(4, 3) for _ in range(4)]
+    start_state = {k: v.clone() for k, v in model.state_dict().items()}
+    graph_step = ta.function(staged)
+    for x in xs:
+        graph_step(x)
+    graph_params = [p.detach().clone() for p in model.parameters()]
+    model.load_state_dict(start_state)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)  # fresh, like the graph's at the start
+    for x in xs:
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+        opt.step()
+    for got, want in zip(graph_params, model.parameters()):
+        torch.testing.assert_close(got, want)

@@ -74,3 +74,13 @@ class GraphLoweringError(TorchAutographError):
     warning, move the construct out of the compiled function, or use
     `jit_compile=False`.
     """
+
+
+class TraceTimeValueWarning(UserWarning):
+    """A value was read while tracing and is frozen into the graph, where it probably should not be.
+
+    Cause: e.g. reading `p.grad` of a parameter inside a traced training step:
+    the graph keeps the value from trace time instead of the gradient computed
+    when it runs. Fix: move the code into `ta.py_function` (runs every call),
+    or compute gradients with `ta.GradientTape`.
+    """

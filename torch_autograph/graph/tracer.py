@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
 from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, ShapeInference
 from .tensor import GraphTensor, make_graph_tensor
@@ -95,6 +95,7 @@ class TraceState:
         self._names: set[str] = set() if parent is None else self.root._names
         self._captures: dict[int, GraphTensor] = {}
         self.modules: dict[int, torch.nn.Module] = {}
+        self.warned: set = set()  # (kind, user line) of warnings given once per trace
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
         self.lift_outer: Callable[[GraphTensor], GraphTensor] | None = None
 
@@ -416,13 +417,35 @@ class _TracingMode(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         if name == "__get__":
             owner = getattr(func, "__self__", None)
-            if getattr(owner, "__name__", None) not in ("T", "mT", "H", "mH", "real", "imag", "data"):
+            attr = getattr(owner, "__name__", None)
+            if attr == "grad" and _current.get() is not None:
+                _warn_grad_read(args[0])
+            if attr not in ("T", "mT", "H", "mH", "real", "imag", "data"):
                 return func(*args, **kwargs)
         elif name in _RUN_NOW:
             return func(*args, **kwargs)
         if _current.get() is None:
             return func(*args, **kwargs)
         return record(func, args, kwargs)
+
+
+def _warn_grad_read(t: torch.Tensor) -> None:
+    """Reading `.grad` while tracing gives its trace-time value: say so once per trace and line."""
+    state = _current.get()
+    loc = user_location()
+    key = ("grad", str(loc))
+    if key in state.root.warned:
+        return
+    state.root.warned.add(key)
+    import warnings
+
+    warnings.warn(TraceTimeValueWarning(
+        f"`.grad` of a {'parameter' if isinstance(t, torch.nn.Parameter) else 'tensor'} with shape "
+        f"{tuple(t.shape)} was read while tracing{' at ' + str(loc) if loc else ''}: the graph uses the value it "
+        f"had then ({'None' if t.grad is None else 'a tensor from before this call'}), not the gradient "
+        f"computed when the graph runs. Code that reads gradients after `loss.backward()` in a traced step "
+        f"(e.g. torch.nn.utils.clip_grad_norm_) must run at run time: wrap it in ta.py_function, or use "
+        f"ta.GradientTape, whose gradients are graph values."), stacklevel=2)
 
 
 # A global module hook tells a trace which modules ran, so their train()/eval() mode can
