@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz clean
+.PHONY: demo test bench bench-tf-setup bench-tf fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# Optional: TensorFlow's tf.function on the same workloads, from its own venv (about 300 MB).
+bench-tf-setup:
+	$(PYTHON) -m venv .venv-bench-tf
+	.venv-bench-tf/bin/python -m pip install --quiet tensorflow-cpu
+
+bench-tf: $(STAMP)
+	$(PY) benchmarks/bench_vs_tensorflow.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
