@@ -199,20 +199,43 @@ def test_control_flow_state_and_undefined():
             return x
     """, control_flow) == expect("""
         def f(x, n):
-            def loop_test(x):
-                return x < n
-            def loop_body(x):
-                y = ag__.Undefined('y')
-                def if_true(y):
-                    y = x
-                    return (y,)
-                def if_false(y):
-                    y = 0
-                    return (y,)
-                y, = ag__.if_stmt(x > 2, if_true, if_false, (y,), ('y',))
+            while True:
+                test = x < n
+                if test is True or test is False or ag__.is_plain(test):
+                    if not test:
+                        break
+                else:
+                    def loop_test(x):
+                        return x < n
+                    def loop_body(x):
+                        y = ag__.Undefined('y')
+                        def if_true_1(y):
+                            y = x
+                            return (y,)
+                        def if_false_1(y):
+                            y = 0
+                            return (y,)
+                        y, = ag__.if_stmt(x > 2, if_true_1, if_false_1, (y,), ('y',))
+                        x = x + y
+                        return (x,)
+                    x, = ag__.while_stmt(loop_test, loop_body, (x,), ('x',))
+                    break
+                cond = x > 2
+                if cond is True or cond is False or ag__.is_plain(cond):
+                    if cond:
+                        y = x
+                    else:
+                        y = 0
+                else:
+                    y = ag__.Undefined('y')
+                    def if_true(y):
+                        y = x
+                        return (y,)
+                    def if_false(y):
+                        y = 0
+                        return (y,)
+                    y, = ag__.if_stmt(cond, if_true, if_false, (y,), ('y',))
                 x = x + y
-                return (x,)
-            x, = ag__.while_stmt(loop_test, loop_body, (x,), ('x',))
             return x
     """)
 
@@ -226,10 +249,15 @@ def test_control_flow_for_target_that_outlives_the_loop():
     """, control_flow) == expect("""
         def f(xs):
             i = ag__.Undefined('i')
-            def loop_body(itr, i):
-                i, x = itr
-                return (i,)
-            i, = ag__.for_stmt(xs, None, loop_body, (i,), ('i',))
+            loop_iter = xs
+            if ag__.is_plain(loop_iter):
+                for i, x in loop_iter:
+                    pass
+            else:
+                def loop_body(itr, i):
+                    i, x = itr
+                    return (i,)
+                i, = ag__.for_stmt(loop_iter, None, loop_body, (i,), ('i',))
             return i
     """)
 
@@ -244,7 +272,8 @@ def test_directives_become_loop_options():
             return x
     """, directives, control_flow,
         namespace=lambda name: namespace(name, transformer.MISSING))
-    assert "ag__.for_stmt(range(3), None, loop_body, (x,), ('x',), {'maximum_iterations': 2})" \
+    assert "loop_iter = range(3)" in out and \
+        "ag__.for_stmt(loop_iter, None, loop_body, (x,), ('x',), {'maximum_iterations': 2})" \
         in out and "set_loop_options" not in out
 
 

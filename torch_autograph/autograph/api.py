@@ -133,6 +133,9 @@ def register_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
         _call_overrides.append(override)
 
 
+_overload_of = py_builtins.BUILTIN_OVERLOADS.get
+
+
 def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> Any:
     """Calls `f(*args, **kwargs)`, converting `f` first if it is user code.
 
@@ -141,9 +144,9 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
     functions, builtins, classes, generators and objects marked with
     `__autograph_do_not_convert__` are called as they are.
     """
-    overload = py_builtins.BUILTIN_OVERLOADS.get(id(f))
+    overload = _overload_of(id(f))
     if overload is not None:
-        f = overload
+        return overload(*args, **kwargs) if kwargs else overload(*args)
     else:
         t = type(f)
         if t is types.FunctionType:

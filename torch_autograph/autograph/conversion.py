@@ -135,7 +135,7 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
                                    factory=factory_name, params=["ag__", *code.co_freevars],
                                    body=[node], fname=node.name)
     transformer.copy_location(factory, node)
-    module = gast.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
+    module = loader.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
     provenance = (f"# converted from {fn.__name__} "
                   f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
     # One unparse: the loaded module is the function's text indented into the

@@ -22,6 +22,41 @@ State flows through arguments and return values:
                                           return (s,)
                                       s, = ag__.for_stmt(xs, None, loop_body, (s,), ('s',))
 
+That functional form is the staged path. Statements in the function's own
+body (and, recursively, in plain-path blocks) get a dual-path shape, so
+that converted code run on plain Python values stays close to the original:
+
+    if x > 0:                         cond = x > 0
+        y = x             ->          if cond is True or cond is False or ag__.is_plain(cond):
+                                          if cond:
+                                              y = x
+                                      else:
+                                          <the functional form, with `cond` as the test>
+
+    while i < n:                      while True:
+        i += 1            ->              test = i < n
+                                          if test is True or test is False or ag__.is_plain(test):
+                                              if not test:
+                                                  break
+                                          else:  # staged now: while_stmt continues from here
+                                              <the functional form>
+                                              break
+                                          i += 1
+
+    for x in xs:                      loop_iter = xs
+        s += x            ->          if ag__.is_plain(loop_iter):
+                                          for x in loop_iter:
+                                              s += x
+                                      else:
+                                          <the functional form over loop_iter>
+
+A `for` with break/return flags (its extra test) loops over
+`plain_iter = ag__.plain_iter(loop_iter)` while every flag is False; when
+one is set it stops, and a flag that is not plain True (staged) hands the
+remaining iterator to `for_stmt` (decision 3: guarded iterations). The
+generated functions of the staged path are exactly the functional form:
+statements nested in them are not dual-path.
+
 The state of a statement is every name it modifies that is live after it
 or read before being written inside it (liveness), plus the attributes and
 constant subscripts it assigns (see `state.py`). A state name that may be
@@ -50,6 +85,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         # the innermost: a function that assigns a name makes it local, so an
         # outer function's parameter of that name is not visible.)
         self.params: list = [frozenset()]
+        # Whether the statement being visited gets the dual-path shape: True in
+        # the function's own body and in plain-path blocks, False inside the
+        # generated functions of the staged path (which stay as they were).
+        self.dual: list = [True]
         self.globals: set = set()
         self.nonlocals: set = set()
         for n in transformer.walk_scope(fn.body):
@@ -94,8 +133,31 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     def _visit_children(self, node: gast.stmt, params: list) -> None:
         self.params.append(frozenset(params))
+        self.dual.append(False)
         self.generic_visit(node)
+        self.dual.pop()
         self.params.pop()
+
+    def _plain_copy(self, node: gast.stmt) -> gast.stmt:
+        """A copy of `node` whose nested statements are converted dual-path, in the same scope."""
+        plain = templates.copy_tree(node)
+        self.dual.append(True)
+        self.generic_visit(plain)
+        self.dual.pop()
+        return plain
+
+    @staticmethod
+    def _plain_check(var: str) -> gast.expr:
+        """`var is True or var is False or ag__.is_plain(var)`: a bool costs two identity tests."""
+        expr = templates.replace_as_expression(
+            "var is True or var is False or ag__.is_plain(var)", var=var)
+        anno.setanno(expr, anno.Basic.SKIP_PROCESSING, True)
+        return expr
+
+    @staticmethod
+    def _skip(expr: gast.expr) -> gast.expr:
+        anno.setanno(expr, anno.Basic.SKIP_PROCESSING, True)
+        return expr
 
     def _inits(self, state: state_lib.State, node: gast.stmt,
                incoming_used: Optional[frozenset] = None) -> list:
@@ -132,7 +194,10 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     # -- statements ----------------------------------------------------------
 
-    def visit_If(self, node: gast.If) -> list:
+    # Each `_*_functional` builds the staged path (the functional form) and
+    # returns (Undefined inits, defs + operator call).
+
+    def _if_functional(self, node: gast.If, test: gast.expr) -> tuple[list, list]:
         branches_in = (anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
                        | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
         live = anno.getanno(node, _Static.LIVE_OUT, frozenset()) | branches_in
@@ -152,13 +217,13 @@ class _ControlFlowTransformer(transformer.Transformer):
         else:
             false_name = transformer.constant(None)  # if_stmt keeps the state as it is
         call = templates.replace_as_expression(
-            "ag__.if_stmt(test, true_name, false_name, state, names)", test=node.test,
+            "ag__.if_stmt(test, true_name, false_name, state, names)", test=test,
             true_name=true_name, false_name=false_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
-        out = self._inits(state, node, incoming_used) + functions + self._result(call, state)
-        return transformer.copy_location(out, node)
+        return (transformer.copy_location(self._inits(state, node, incoming_used), node),
+                transformer.copy_location(functions + self._result(call, state), node))
 
-    def visit_While(self, node: gast.While) -> list:
+    def _while_functional(self, node: gast.While) -> tuple[list, list]:
         live = (anno.getanno(node, _Static.LIVE_OUT, frozenset())
                 | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
         test_name = self.ctx.namer.new_symbol("loop_test")
@@ -174,10 +239,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         options = self._options(node)
         if options is not None:
             call.args.append(options)
-        out = self._inits(state, node) + [test_fn, body_fn] + self._result(call, state)
-        return transformer.copy_location(out, node)
+        return (transformer.copy_location(self._inits(state, node), node),
+                transformer.copy_location([test_fn, body_fn] + self._result(call, state), node))
 
-    def visit_For(self, node: gast.For) -> list:
+    def _for_functional(self, node: gast.For, iter_: gast.expr) -> tuple[list, list]:
         live = (anno.getanno(node, _Static.LIVE_OUT, frozenset())
                 | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
         extra = anno.getanno(node, anno.Basic.EXTRA_LOOP_TEST)
@@ -196,7 +261,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             transformer.copy_location(target, node)
             body = [gast.Assign(targets=[target], value=transformer.name(target_param),
                                 type_comment=None)] + body
-        out = self._inits(state, node)
+        inits, out = self._inits(state, node), []
         if extra is not None:
             # The extra test reads only break/return flags: no compound restores needed.
             flags_only = state_lib.State(state.params)
@@ -207,13 +272,92 @@ class _ControlFlowTransformer(transformer.Transformer):
         body_name, body_fn = self._function(body_name, state, body, state.values(), node,
                                             extra_params=(target_param,))
         call = templates.replace_as_expression(
-            "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=node.iter,
+            "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=iter_,
             extra_test=extra_name, body_name=body_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
         options = self._options(node)
         if options is not None:
             call.args.append(options)
         out += [body_fn] + self._result(call, state)
+        return transformer.copy_location(inits, node), transformer.copy_location(out, node)
+
+    # -- dual path ------------------------------------------------------------
+
+    def visit_If(self, node: gast.If) -> list:
+        if not self.dual[-1]:
+            inits, staged = self._if_functional(node, node.test)
+            return inits + staged
+        plain = self._plain_copy(node)
+        cond = self.ctx.namer.new_symbol("cond")
+        inits, staged = self._if_functional(node, transformer.name(cond))
+        plain_if = gast.If(test=transformer.name(cond), body=plain.body, orelse=plain.orelse)
+        out = [transformer.assign(cond, plain.test),
+               gast.If(test=self._plain_check(cond), body=[plain_if], orelse=inits + staged)]
+        return transformer.copy_location(out, node)
+
+    def visit_While(self, node: gast.While) -> list:
+        if not self.dual[-1]:
+            inits, staged = self._while_functional(node)
+            return inits + staged
+        plain = self._plain_copy(node)
+        test = self.ctx.namer.new_symbol("test")
+        plain_test = plain.test
+        node.test = templates.copy_tree(node.test)
+        inits, staged = self._while_functional(node)
+        stop = gast.If(test=self._skip(transformer.not_expr(transformer.name(test))),
+                       body=[gast.Break()], orelse=[])
+        check = gast.If(test=self._plain_check(test), body=[stop],
+                        orelse=staged + [gast.Break()])
+        loop = gast.While(test=transformer.constant(True),
+                          body=[transformer.assign(test, plain_test), check] + plain.body,
+                          orelse=[])
+        return transformer.copy_location(inits + [loop], node)
+
+    def visit_For(self, node: gast.For) -> list:
+        if not self.dual[-1]:
+            inits, staged = self._for_functional(node, node.iter)
+            return inits + staged
+        plain = self._plain_copy(node)
+        iter_name = self.ctx.namer.new_symbol("loop_iter")
+        extra = anno.getanno(node, anno.Basic.EXTRA_LOOP_TEST)
+        if extra is not None:
+            anno.setanno(node, anno.Basic.EXTRA_LOOP_TEST, templates.copy_tree(extra))
+        inits, staged = self._for_functional(node, transformer.name(iter_name))
+        out = inits + [transformer.assign(iter_name, plain.iter)]
+        if extra is None:
+            is_plain = templates.replace_as_expression("ag__.is_plain(it)", it=iter_name)
+            loop = gast.For(target=plain.target, iter=transformer.name(iter_name),
+                            body=plain.body, orelse=[], type_comment=None)
+            out.append(gast.If(test=is_plain, body=[loop], orelse=staged))
+            return transformer.copy_location(out, node)
+        # Break/return flags: the Python loop runs while every flag is False; once one is
+        # not, the extra test decides, and a staged one hands the rest to for_stmt.
+        flags = sorted(activity.activity_of(extra).read)
+        fast = self.ctx.namer.new_symbol("fast")
+        all_false = [templates.replace_as_expression("f is False", f=f) for f in flags]
+        plain_name = self.ctx.namer.new_symbol("plain_iter")
+        has_plain = templates.replace_as_expression("p is not None", p=plain_name)
+        entry = self._skip(gast.BoolOp(op=gast.And(), values=all_false + [has_plain]))
+        some_set = [templates.replace_as_expression("f is not False", f=f) for f in flags]
+        some_set = some_set[0] if len(some_set) == 1 else self._skip(
+            gast.BoolOp(op=gast.Or(), values=some_set))
+        if len(flags) == 1:
+            # `not flag` is False exactly when the flag is True; staged: leave it to for_stmt.
+            stopped = templates.replace_as_expression("f is True", f=flags[0])
+        else:
+            stopped = templates.replace_as_expression("e is False", e=extra)
+        leave = gast.If(test=some_set, body=[transformer.assign(fast, stopped), gast.Break()],
+                        orelse=[])
+        loop = gast.For(target=plain.target, iter=transformer.name(plain_name),
+                        body=plain.body + [leave], orelse=[], type_comment=None)
+        resume = templates.replace("if plain is not None:\n    it = plain",
+                                   plain=plain_name, it=iter_name)
+        out += [transformer.assign(plain_name, templates.replace_as_expression(
+                    "ag__.plain_iter(it)", it=iter_name)),
+                transformer.assign(fast, entry),
+                gast.If(test=transformer.name(fast), body=[loop], orelse=[]),
+                gast.If(test=self._skip(transformer.not_expr(transformer.name(fast))),
+                        body=resume + staged, orelse=[])]
         return transformer.copy_location(out, node)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gast
 
-from torch_autograph.autograph.pyct import templates, transformer
+from torch_autograph.autograph.pyct import anno, templates, transformer
 
 
 class _LogicalTransformer(transformer.Transformer):
@@ -21,6 +21,8 @@ class _LogicalTransformer(transformer.Transformer):
         self.ctx = ctx
 
     def visit_BoolOp(self, node: gast.BoolOp) -> gast.expr:
+        if anno.hasanno(node, anno.Basic.SKIP_PROCESSING):
+            return node  # a generated check on plain values (control_flow's dual path)
         self.generic_visit(node)
         op = "ag__.and_" if isinstance(node.op, gast.And) else "ag__.or_"
         result = node.values[-1]
@@ -30,6 +32,8 @@ class _LogicalTransformer(transformer.Transformer):
         return transformer.copy_location(result, node)
 
     def visit_UnaryOp(self, node: gast.UnaryOp) -> gast.expr:
+        if anno.hasanno(node, anno.Basic.SKIP_PROCESSING):
+            return node
         self.generic_visit(node)
         if not isinstance(node.op, gast.Not):
             return node

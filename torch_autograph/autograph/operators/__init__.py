@@ -1,7 +1,8 @@
 """The runtime that generated code calls as `ag__.<name>` (no torch here)."""
 
 from torch_autograph.autograph.operators.control_flow import (
-    check_branch_outputs, for_stmt, if_exp, if_stmt, loop_var_error, undefined_names, while_stmt)
+    check_branch_outputs, for_stmt, if_exp, if_stmt, is_plain, loop_var_error, plain_iter,
+    undefined_names, while_stmt)
 from torch_autograph.autograph.operators.dispatch import (
     StagingBackend, current_backend, is_staged, register_backend)
 from torch_autograph.autograph.operators.lists import list_append, list_pop, new_list
@@ -14,7 +15,7 @@ from torch_autograph.autograph.operators.variables import (
 
 __all__ = [
     "StagingBackend", "register_backend", "current_backend", "is_staged",
-    "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
+    "is_plain", "plain_iter", "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
     "loop_var_error", "and_", "or_", "not_", "assert_stmt", "list_append", "list_pop", "new_list",
     "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",
     "ld_attr", "st_attr", "ld_item", "st_item",

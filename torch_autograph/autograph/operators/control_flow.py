@@ -8,6 +8,8 @@ runs them on every iteration.
 
 from __future__ import annotations
 
+import builtins
+import types
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from torch_autograph.autograph.operators import dispatch
@@ -18,6 +20,46 @@ from torch_autograph.autograph.pyct.origin_info import Origin
 _registry = dispatch._registry
 _PLAIN = dispatch.PLAIN_TYPES
 _caller_origin = dispatch.caller_origin
+
+
+# PLAIN_TYPES plus the builtin iterators a converted `for` commonly gets
+# (enumerate/zip/map objects, container iterators, generators): never staged,
+# and asking the backend would cost more than the rest of a small loop.
+_PLAIN_OR_ITER = _PLAIN | frozenset(
+    {enumerate, zip, map, filter, reversed, type(iter([])), type(iter(())), type(iter(range(0))),
+     type(iter({})), type({}.keys()), type({}.values()), type({}.items()), types.GeneratorType})
+
+
+def is_plain(value: Any) -> bool:
+    """True unless `value` is staged (or a lazy iterable over staged values).
+
+    Converted code tests a condition / iterable with this once and then runs
+    the Python statement itself (the dual path); a staged value takes the
+    functional form (`if_stmt`, `while_stmt`, `for_stmt`). Plain types,
+    and everything when no backend is registered, are plain.
+    """
+    if type(value) in _PLAIN_OR_ITER:
+        return True
+    b = _registry.backend
+    return b is None or not (isinstance(value, LazyIterable) or b.is_staged(value))
+
+
+def plain_iter(iterable: Any) -> Any:
+    """`iter(iterable)` when `is_plain(iterable)`, else None.
+
+    The plain path of a `for` with break/return flags loops over this
+    iterator, so that a flag turning staged can hand the remaining elements
+    to `for_stmt`.
+    """
+    if type(iterable) in _PLAIN_OR_ITER:
+        return _iter(iterable)
+    b = _registry.backend
+    if b is None or not (isinstance(iterable, LazyIterable) or b.is_staged(iterable)):
+        return _iter(iterable)
+    return None
+
+
+_iter = builtins.iter
 
 
 def if_stmt(cond: Any, true_fn: Callable[..., tuple], false_fn: Optional[Callable[..., tuple]],

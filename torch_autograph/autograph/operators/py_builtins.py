@@ -16,6 +16,7 @@ from torch_autograph.autograph.operators import dispatch
 from torch_autograph.errors import OperatorNotAllowedInGraphError
 
 _registry = dispatch._registry
+_enumerate = builtins.enumerate
 _PLAIN = dispatch.PLAIN_TYPES
 
 
@@ -77,10 +78,10 @@ def _staged(value: Any, backend: dispatch.StagingBackend) -> bool:
 def _any_staged(args: tuple, kwargs: dict, backend: dispatch.StagingBackend,
                 look_inside: bool) -> bool:
     for a in args:
-        if _staged(a, backend):
+        if type(a) not in _PLAIN and _staged(a, backend):
             return True
     for a in kwargs.values():
-        if _staged(a, backend):
+        if type(a) not in _PLAIN and _staged(a, backend):
             return True
     # min([a, b]) / sum((a, b)): the staged values sit inside the first argument.
     if look_inside and len(args) == 1 and type(args[0]) in (list, tuple):
@@ -129,9 +130,11 @@ def range_(*args: Any) -> Any:
 def enumerate_(iterable: Any, start: Any = 0) -> Any:
     """`enumerate(...)`; a LazyEnumerate over staged or lazy iterables."""
     b = _registry.backend
-    if b is not None and (_staged(iterable, b) or _staged(start, b)):
+    # (The type tests first: this runs on every converted `for ... in enumerate(...)`.)
+    if b is not None and ((type(iterable) not in _PLAIN and _staged(iterable, b))
+                          or (type(start) is not int and _staged(start, b))):
         return LazyEnumerate(iterable, start)
-    return builtins.enumerate(iterable, start)
+    return _enumerate(iterable, start)
 
 
 def zip_(*iterables: Any, strict: bool = False) -> Any:
