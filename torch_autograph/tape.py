@@ -24,7 +24,7 @@ import threading
 import warnings
 import weakref
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -410,26 +410,27 @@ def _unconnected(value: Any) -> bool:
                      f"ta.UnconnectedGradients.NONE / ZERO")
 
 
+def _as_differentiable(x: Any, complaint: Callable[[], str]) -> Any:
+    """A tensor (graph tensor while tracing) for a target or source; TypeError(complaint()) otherwise."""
+    if isinstance(x, _TensorLike):
+        x = x._read()
+    if isinstance(x, torch.Tensor) and tracer.current() is not None:
+        return tracer.current().capture(x)
+    if not isinstance(x, (torch.Tensor, GraphTensor)):
+        raise TypeError(complaint())
+    return x
+
+
 def _as_target(t: Any, what: str) -> Any:
-    if isinstance(t, _TensorLike):
-        t = t._read()
-    if isinstance(t, torch.Tensor) and tracer.current() is not None:
-        return tracer.current().capture(t)
-    if not isinstance(t, (torch.Tensor, GraphTensor)):
-        raise TypeError(f"Argument `{what}` should be a list or nested structure of Tensors or ta.Variables to be "
-                        f"differentiated, but received {t!r} of type {type(t).__name__!r}{_at_user()}.")
-    return t
+    return _as_differentiable(t, lambda: (
+        f"Argument `{what}` should be a list or nested structure of Tensors or ta.Variables to be "
+        f"differentiated, but received {t!r} of type {type(t).__name__!r}{_at_user()}."))
 
 
 def _as_source(s: Any, i: int) -> Any:
-    if isinstance(s, _TensorLike):
-        s = s._read()
-    if isinstance(s, torch.Tensor) and tracer.current() is not None:
-        return tracer.current().capture(s)
-    if not isinstance(s, (torch.Tensor, GraphTensor)):
-        raise TypeError(f"Argument `sources` must hold Tensors or ta.Variables (or nests of them), but its leaf #{i} "
-                        f"is {s!r} of type {type(s).__name__!r}{_at_user()}.")
-    return s
+    return _as_differentiable(s, lambda: (
+        f"Argument `sources` must hold Tensors or ta.Variables (or nests of them), but its leaf #{i} "
+        f"is {s!r} of type {type(s).__name__!r}{_at_user()}."))
 
 
 def _materialize_iterator(obj: Any) -> Any:

@@ -37,6 +37,14 @@ class _Liveness:
         anno.setanno(s, _Static.MODIFIED, frozenset(act.modified))
         anno.setanno(s, _Static.MODIFIED_QNS, frozenset(act.modified_qns))
 
+    def _loop_head(self, body: list, head: frozenset, targets: frozenset) -> frozenset:
+        """Names live at a loop's head: iterate the body's liveness to a fixpoint (targets are rebound)."""
+        while True:
+            new_head = head | (self.block(body, head) - targets)
+            if new_head == head:
+                return head
+            head = new_head
+
     def block(self, stmts: Iterable[gast.stmt], live_out: frozenset) -> frozenset:
         live = live_out
         for s in reversed(list(stmts)):
@@ -55,13 +63,7 @@ class _Liveness:
             return frozenset(self.act(s.test).read) | t | e
         if isinstance(s, gast.While):
             after = self.block(s.orelse, live_out)
-            head = after | frozenset(self.act(s.test).read)
-            while True:
-                body_in = self.block(s.body, head)
-                new_head = head | body_in
-                if new_head == head:
-                    break
-                head = new_head
+            head = self._loop_head(s.body, after | frozenset(self.act(s.test).read), frozenset())
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
             self._annotate_modified(s)
@@ -72,12 +74,7 @@ class _Liveness:
             # break/return flags checked before each iteration (for_stmt's extra_test).
             extra = anno.getanno(s, anno.Basic.EXTRA_LOOP_TEST)
             head = after | (frozenset(self.act(extra).read) if extra is not None else frozenset())
-            while True:
-                body_in = self.block(s.body, head) - targets
-                new_head = head | body_in
-                if new_head == head:
-                    break
-                head = new_head
+            head = self._loop_head(s.body, head, targets)
             anno.setanno(s, _Static.LIVE_OUT, live_out)
             anno.setanno(s, _Static.BODY_LIVE_IN, head)
             self._annotate_modified(s)
