@@ -1,8 +1,8 @@
 """P5-P7: AutoGraph loops as graphs, conversion cost, converted code on Python values.
 
 P5  a tensor loop of 1000 iterations of small ops (`for _ in range(n)` with `n`
-    a tensor: a graph while loop) vs the same torch ops in a hand-written Python
-    loop. Two bodies: `x * 0.99 + 0.01` (Python constants, which our generated
+    a tensor: a graph while loop) vs the same function run eagerly with
+    `n = 1000`, a plain Python loop of the same torch ops. Two bodies: `x * 0.99 + 0.01` (Python constants, which our generated
     code binds once as 0-dim tensors) and `x * a + b` (tensors only: no
     constant to hoist, the pure loop overhead). Target <= 1.1x.
 P6  converting a 12-line function with an if, a for and a break (conversion
@@ -21,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Candidate, Row, Settings, check_equal, print_rows, run_interleaved  # noqa: E402
+from harness import Candidate, Row, Settings, check_equal, main_for, run_interleaved  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -40,18 +40,6 @@ def loop_const(x, n):
 
 
 def loop_tensor(x, n, a, b):
-    for _ in range(n):
-        x = x * a + b
-    return x
-
-
-def by_hand_const(x, n):
-    for _ in range(n):
-        x = x * 0.99 + 0.01
-    return x
-
-
-def by_hand_tensor(x, n, a, b):
     for _ in range(n):
         x = x * a + b
     return x
@@ -78,13 +66,13 @@ def run(settings: Settings) -> list[Row]:
     a, b = torch.full((16,), 0.99), torch.full((16,), 0.01)
     F = ta.function(loop_const)
     G = ta.function(loop_tensor)
-    check_equal("P5 const", F(x, n), by_hand_const(x, 1000))
-    check_equal("P5 tensor", G(x, n, a, b), by_hand_tensor(x, 1000, a, b))
+    check_equal("P5 const", F(x, n), loop_const(x, 1000))
+    check_equal("P5 tensor", G(x, n, a, b), loop_tensor(x, 1000, a, b))
     assert any(node.op.name == "while" for node in F.get_concrete_function(x, n).graph.nodes), "not a graph loop"
     cands = [
-        Candidate("by hand (consts)", "h(x, 1000)", {"h": by_hand_const, "x": x}),
+        Candidate("by hand (consts)", "h(x, 1000)", {"h": loop_const, "x": x}),
         Candidate("ta.function (consts)", "F(x, n)", {"F": F, "x": x, "n": n}),
-        Candidate("by hand (tensors)", "h(x, 1000, a, b)", {"h": by_hand_tensor, "x": x, "a": a, "b": b}),
+        Candidate("by hand (tensors)", "h(x, 1000, a, b)", {"h": loop_tensor, "x": x, "a": a, "b": b}),
         Candidate("ta.function (tensors)", "G(x, n, a, b)", {"G": G, "x": x, "n": n, "a": a, "b": b}),
     ]
     res = run_interleaved(cands, settings)
@@ -125,10 +113,5 @@ def run(settings: Settings) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    s = Settings.from_argv(description=__doc__)
-    print_rows(run(s), title=__doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    main()
+    main_for(run, __doc__)

@@ -22,7 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Candidate, NoRecompile, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
-                     print_rows, run_interleaved)
+                     main_for, run_interleaved)
 
 import torch  # noqa: E402
 
@@ -101,10 +101,5 @@ def run(settings: Settings) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    s = Settings.from_argv(description=__doc__)
-    print_rows(run(s), title=__doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    main()
+    main_for(run, __doc__)

@@ -25,12 +25,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Candidate, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
-                     print_rows, run_interleaved, torch_compile_available)
+                     main_for, run_interleaved, torch_compile_available)
 
 import torch  # noqa: E402
 
 import torch_autograph as ta  # noqa: E402
-from bench_elementwise_chain import N_OPS, chain  # noqa: E402
+from bench_elementwise_chain import chain  # noqa: E402
 
 P2J = "P2j chain 200 ops, jit_compile=True"
 P3J = "P3j MLP 8x(Linear 32+ReLU), jit_compile=True"
@@ -176,10 +176,5 @@ def run(settings: Settings) -> list[Row]:
     return run_p2j(settings) + run_p3j(settings) + run_p4j(settings)
 
 
-def main() -> None:
-    s = Settings.from_argv(description=__doc__)
-    print_rows(run(s), title=__doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    main()
+    main_for(run, __doc__)

@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Row, Settings, check_equal, print_rows  # noqa: E402
+from harness import Row, Settings, check_equal, main_for  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -95,10 +95,5 @@ def _run(settings: Settings) -> list[Row]:
     ]
 
 
-def main() -> None:
-    s = Settings.from_argv(description=__doc__)
-    print_rows(run(s), title=__doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    main()
+    main_for(run, __doc__)

@@ -240,3 +240,8 @@ def check_no_retrace(fn: Any, expected: int, label: str) -> None:
     n = fn.experimental_get_tracing_count()
     if n != expected:
         raise AssertionError(f"{label}: ta.function traced {n} times, expected {expected}")
+
+
+def main_for(run: Callable[[Settings], list[Row]], doc: str) -> None:
+    """The `__main__` of a benchmark module: parse the flags, run, print the table."""
+    print_rows(run(Settings.from_argv(description=doc)), title=doc.splitlines()[0])
