@@ -62,3 +62,27 @@ def list_in_staged_loop(n):
 def assert_staged(x):
     assert x > 0, "x must be positive"
     return x
+
+
+class Recorder:
+    """Appends to an attribute's list in a loop; `squares` is read-only (a property)."""
+
+    def __init__(self):
+        self.out = []
+        self._squares = []
+
+    @property
+    def squares(self):
+        return self._squares
+
+    def run(self, n):
+        self.out = []
+        for i in range(n):
+            self.out.append(i * i)
+        last = self.out.pop()
+        return self.out, last
+
+    def fill_read_only(self, n):
+        for i in range(n):
+            self.squares.append(i * i)
+        return self.squares

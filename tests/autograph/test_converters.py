@@ -287,3 +287,69 @@ def test_functions_prepares_signature():
     tree = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(
         body=[functions.transform(node, ctx)], type_ignores=[])))
     assert loader.unparse(tree) == "def g(x=1):\n    return x"
+
+
+def test_lists_on_attributes_and_constant_subscripts():
+    # The new list is stored back with st_attr / st_item (a no-op for a plain list,
+    # which list_append mutates and returns); a variable subscript is left alone.
+    assert convert("""
+        def f(self, x, obj, i):
+            self.out.append(x)
+            for v in x:
+                self.out.append(v)
+                obj.a.b.append(v)
+                self.d['k'].append(v)
+                y = self.out.pop()
+                self.out.pop(0)
+                self.rows[i].append(v)
+            return y
+    """, lists) == expect("""
+        def f(self, x, obj, i):
+            self.out.append(x)
+            for v in x:
+                ag__.st_attr(self, 'out', ag__.list_append(self.out, v))
+                ag__.st_attr(obj.a, 'b', ag__.list_append(obj.a.b, v))
+                ag__.st_item(self.d, 'k', ag__.list_append(self.d['k'], v))
+                list_, y = ag__.list_pop(self.out)
+                ag__.st_attr(self, 'out', list_)
+                ag__.st_attr(self, 'out', ag__.list_pop(self.out, 0)[0])
+                self.rows[i].append(v)
+            return y
+    """)
+
+
+def test_attribute_list_becomes_loop_state():
+    # The store counts as assigning `self.out`, so control_flow threads it like `self.out = ...`.
+    assert convert("""
+        def f(self, n):
+            self.out = []
+            i = 0
+            while i < n:
+                self.out.append(i)
+                i += 1
+            return self.out
+    """, lists, control_flow) == expect("""
+        def f(self, n):
+            self.out = []
+            i = 0
+            while True:
+                test = i < n
+                if test is True or test is False or ag__.is_plain(test):
+                    if not test:
+                        break
+                else:
+                    def loop_test(i, self_out):
+                        ag__.st_attr(self, 'out', self_out)
+                        return i < n
+                    def loop_body(i, self_out):
+                        ag__.st_attr(self, 'out', self_out)
+                        ag__.st_attr(self, 'out', ag__.list_append(self.out, i))
+                        i += 1
+                        return (i, ag__.ld_attr(self, 'out'))
+                    i, self_out = ag__.while_stmt(loop_test, loop_body, (i, ag__.ld_attr(self, 'out')), ('i', 'self.out'))
+                    ag__.st_attr(self, 'out', self_out)
+                    break
+                ag__.st_attr(self, 'out', ag__.list_append(self.out, i))
+                i += 1
+            return self.out
+    """)

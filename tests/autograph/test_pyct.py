@@ -116,6 +116,18 @@ def test_activity_scopes():
     assert activity.captured_by_nested_defs(fn) == {"e"}
 
 
+def test_activity_counts_generated_stores_as_assignments():
+    fn = _fn("""
+        def f(self, d, v):
+            ag__.st_attr(self.a, 'out', ag__.list_append(self.a.out, v))
+            ag__.st_item(d, 0, v)
+            ag__.st_attr(self, name, v)
+    """)
+    act = activity.activity_of(fn.body)
+    assert {str(q) for q in act.modified_qns} == {"self.a.out", "d[0]"}  # not a variable key
+    assert act.modified == set()
+
+
 def test_liveness_of_branches_and_loops():
     fn = _fn("""
         def f(x, n):
@@ -165,11 +177,11 @@ def test_reaching_definitions():
 
 def test_loader_registers_source_and_origins():
     user = ast.parse("def f(x):\n    return x + 1\n")
-    gen_src = loader.unparse(user)
+    gen_src, owners = loader.unparse_with_origins(user)
+    assert gen_src == loader.unparse(user) and owners == {1: 1, 2: 2}
     filename = loader.generated_filename("f", "test-key")
     assert filename == loader.generated_filename("f", "test-key")  # deterministic
-    origin_info.register(filename, origin_info.build_line_map(user, ast.parse(gen_src),
-                                                              "user.py", "f"))
+    origin_info.register(filename, origin_info.build_line_map(owners, "user.py", "f"))
     ns = loader.load_source(gen_src, filename)
     assert ns["f"](1) == 2
     assert origin_info.lookup(filename, 2) == ("user.py", 2, "f", "")

@@ -70,3 +70,26 @@ def test_both_branches_traced_with_branch_local_state(backend, a, b):
     fn = api_src.branch_local_overwritten
     assert unwrap(to_graph(fn)(Staged(a), Staged(b))) == fn(a, b)
     assert backend.calls["cond"] >= 2
+
+
+def test_attribute_list_append_in_staged_loop_is_loop_state(backend):
+    seen = {}
+
+    def for_loop(iterable, extra_test, body_fn, init_vars, names, options, origin):
+        seen.update((n, list(v)) for n, v in zip(names, init_vars))  # snapshot at entry
+        return type(backend).for_loop(backend, iterable, extra_test, body_fn, init_vars, names,
+                                      options, origin)
+
+    backend.for_loop = for_loop
+    rec = src.Recorder()
+    out, last = convert(rec.run)(Staged(4))
+    assert seen == {"self.out": []}  # threaded through the loop like a local list
+    assert unwrap(out) == [0, 1, 4] and unwrap(last) == 9 and unwrap(rec.out) == [0, 1, 4]
+
+
+def test_attribute_list_on_plain_values_is_not_reassigned():
+    # Plain lists are appended in place; nothing is stored back, so a read-only
+    # property holding the list works as in Python.
+    rec = src.Recorder()
+    assert convert(rec.fill_read_only)(3) == [0, 1, 4] == src.Recorder().fill_read_only(3)
+    assert convert(src.Recorder().run)(3) == src.Recorder().run(3) == ([0, 1], 4)

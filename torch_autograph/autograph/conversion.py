@@ -9,7 +9,6 @@ to each original function's closure and globals (see `loader.rebind`).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import os
 import textwrap
@@ -23,8 +22,8 @@ from torch_autograph.autograph.converters import (asserts, break_statements, cal
                                                   control_flow, directives, functions, lists,
                                                   logical_expressions, return_statements,
                                                   variables)
-from torch_autograph.autograph.pyct import (loader, naming, origin_info, parser,
-                                            reaching_definitions, templates, transformer)
+from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_info, parser,
+                                            reaching_definitions, transformer)
 
 # Scope-level rewrites run per function (nested defs first), expression-level
 # rewrites once over the whole tree. Order matters: jumps are lowered before
@@ -131,24 +130,22 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     node = transform_function(parsed.node, ctx)
 
     factory_name = namer.new_symbol("create_converted_entity")
-    (factory,) = templates.replace("def factory(params):\n    body\n    return fname",
-                                   factory=factory_name, params=["ag__", *code.co_freevars],
-                                   body=[node], fname=node.name)
-    transformer.copy_location(factory, node)
-    module = loader.gast_to_ast(gast.Module(body=[factory], type_ignores=[]))
+    params = ", ".join(["ag__", *code.co_freevars])
+    function_text, owners = loader.unparse_with_origins(ast_gast.gast_to_ast(node))
     provenance = (f"# converted from {fn.__name__} "
                   f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
-    # One unparse: the loaded module is the function's text indented into the
-    # factory (only docstring bodies could differ, and __doc__ is restored).
-    function_text = loader.unparse(module.body[0].body[0])
-    source = "\n".join([provenance, f"def {factory_name}({', '.join(['ag__', *code.co_freevars])}):",
+    # The function's text indented into a factory whose parameters are its free
+    # variables (only docstring bodies could differ, and __doc__ is restored).
+    source = "\n".join([provenance, f"def {factory_name}({params}):",
                         textwrap.indent(function_text, "    "), f"    return {node.name}", ""])
     filename = loader.generated_filename(
         name, f"{parsed.filename}:{code.co_firstlineno}:{code.co_name}:{source}")
-    generated_tree = ast.parse(source)
-    line_map = origin_info.build_line_map(module, generated_tree, parsed.filename, fn.__name__)
-    origin_info.register(filename, line_map)
-    namespace = loader.load_source(source, filename, generated_tree)
+    # Generated line = function text line + 2; the factory's lines stand for the def.
+    owners = {line + 2: user_line for line, user_line in owners.items()}
+    owners[2] = owners[source.count("\n")] = node.lineno
+    origin_info.register(filename, origin_info.build_line_map(owners, parsed.filename,
+                                                              fn.__name__))
+    namespace = loader.load_source(source, filename)
     template = namespace[factory_name](ag_module, *([None] * len(code.co_freevars)))
     to_code = provenance + "\n" + function_text + "\n"
     return ConvertedEntity(template, to_code, filename)

@@ -91,7 +91,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         self.dual: list = [True]
         self.globals: set = set()
         self.nonlocals: set = set()
-        for n in transformer.walk_scope(fn.body):
+        for n in transformer.walk_statements(fn.body):
             if isinstance(n, gast.Global):
                 self.globals.update(n.names)
             elif isinstance(n, gast.Nonlocal):
@@ -99,6 +99,21 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
         return node  # converted on its own, before its parent
+
+    def generic_visit(self, node: gast.AST) -> gast.AST:
+        # Control flow statements sit only in statement blocks: expressions are not entered.
+        for field in transformer.BLOCK_FIELDS:
+            block = getattr(node, field, None)
+            if type(block) is list:
+                new = []
+                for s in block:
+                    r = self.visit(s)
+                    if type(r) is list:
+                        new.extend(r)
+                    else:
+                        new.append(r)
+                block[:] = new
+        return node
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
 

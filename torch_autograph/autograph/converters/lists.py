@@ -3,28 +3,39 @@
     for x in xs:                       for x in xs:
         l.append(x)           ->           l = ag__.list_append(l, x)
         y = l.pop()                        l, y = ag__.list_pop(l)
+        self.out.append(x)                 ag__.st_attr(self, 'out', ag__.list_append(self.out, x))
+        z = self.out.pop()                 list_, z = ag__.list_pop(self.out)
+                                           ag__.st_attr(self, 'out', list_)
 
-Only `name.append(e)` / `name.pop(...)` statements on a plain name that is
-local to the function (a parameter or assigned in it) are rewritten; the name
-then counts as modified, so control_flow threads it through the loop like any
-other loop variable. A global or closure list is left alone: rebinding it
-would make it a local of the function (UnboundLocalError).
+`name.append(e)` / `name.pop(...)` statements are rewritten when the name is
+local to the function (a parameter or assigned in it): it then counts as
+modified, so control_flow threads it through the loop like any other loop
+variable. A global or closure list is left alone: rebinding it would make
+it a local of the function (UnboundLocalError).
+
+On an attribute or constant subscript (`self.out`, `obj.a.b`, `d['k']`)
+the new list is stored back with `ag__.st_attr` / `ag__.st_item`, which
+activity analysis counts as assigning that symbol, so control_flow threads
+it like `self.out = ...` (see state.py). They store only a different object:
+on a plain list, which `list_append` mutates and returns, nothing is
+assigned, so plain Python code behaves as written (a read-only property
+holding a list keeps working).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import gast
 
-from torch_autograph.autograph.pyct import templates, transformer
+from torch_autograph.autograph.pyct import qual_names, templates, transformer
 
-_CONTROL = (gast.If, gast.While, gast.For)
-
-
-def _method_call(node: gast.AST, method: str):
+def _method_call(node: gast.AST, method: str) -> Optional[tuple]:
+    """(the list expression, args) of `<list>.method(args)` on a name or qualified symbol."""
     if (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
-            and node.func.attr == method and isinstance(node.func.value, gast.Name)
+            and node.func.attr == method and qual_names.from_node(node.func.value) is not None
             and not node.keywords and not any(isinstance(a, gast.Starred) for a in node.args)):
-        return node.func.value.id, node.args
+        return node.func.value, node.args
     return None
 
 
@@ -53,7 +64,8 @@ def _local_names(fn: gast.AST) -> set[str]:
 
 
 class _ListTransformer(transformer.Transformer):
-    def __init__(self) -> None:
+    def __init__(self, ctx: transformer.ConversionContext) -> None:
+        self.ctx = ctx
         self.depth = 0  # how many if/while/for bodies enclose the current statement
         self.local: set[str] = set()
 
@@ -74,29 +86,60 @@ class _ListTransformer(transformer.Transformer):
 
     visit_If = visit_While = visit_For = _visit_control
 
+    def _rewritable(self, target: gast.expr) -> bool:
+        # A simple name must be local (see the module docstring); a compound is never rebound.
+        return not isinstance(target, gast.Name) or target.id in self.local
+
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:
         if self.depth:
             append = _method_call(node.value, "append")
-            if append is not None and len(append[1]) == 1 and append[0] in self.local:
-                new = templates.replace("l = ag__.list_append(l, x)", l=append[0],
-                                        x=append[1][0])
-                return transformer.copy_location(new[0], node)
+            if append is not None and len(append[1]) == 1 and self._rewritable(append[0]):
+                target, (element,) = append
+                new = _store(target, templates.replace_as_expression(
+                    "ag__.list_append(l, x)", l=_load(target), x=element))
+                return transformer.copy_location(new, node)
             pop = _method_call(node.value, "pop")
-            if pop is not None and len(pop[1]) <= 1 and pop[0] in self.local:
-                new = templates.replace("l = ag__.list_pop(l, args)[0]", l=pop[0],
-                                        args=pop[1][0] if pop[1] else "placeholder_")
-                return transformer.copy_location(_drop_placeholder(new[0]), node)
+            if pop is not None and len(pop[1]) <= 1 and self._rewritable(pop[0]):
+                target, args = pop
+                popped = templates.replace_as_expression(
+                    "ag__.list_pop(l, args)[0]", l=_load(target),
+                    args=args[0] if args else "placeholder_")
+                return transformer.copy_location(_store(target, _drop_placeholder(popped)), node)
         return node
 
-    def visit_Assign(self, node: gast.Assign) -> gast.stmt:
+    def visit_Assign(self, node: gast.Assign) -> list:
         pop = _method_call(node.value, "pop") if self.depth else None
-        if (pop is not None and len(pop[1]) <= 1 and len(node.targets) == 1 and pop[0] in self.local
-                and isinstance(node.targets[0], gast.Name)):
-            new = templates.replace("l, target = ag__.list_pop(l, args)", l=pop[0],
-                                    target=node.targets[0],
-                                    args=pop[1][0] if pop[1] else "placeholder_")
-            return transformer.copy_location(_drop_placeholder(new[0]), node)
-        return node
+        if (pop is None or len(pop[1]) > 1 or len(node.targets) != 1
+                or not isinstance(node.targets[0], gast.Name) or not self._rewritable(pop[0])):
+            return node
+        target, args = pop
+        args = args[0] if args else "placeholder_"
+        if isinstance(target, gast.Name):
+            new = templates.replace("l, y = ag__.list_pop(l, args)", l=target.id,
+                                    y=node.targets[0], args=args)
+        else:
+            popped = self.ctx.namer.new_symbol("list_")
+            new = templates.replace("l, y = ag__.list_pop(target, args)", l=popped,
+                                    y=node.targets[0], target=_load(target), args=args)
+            new.append(_store(target, transformer.name(popped)))
+        return transformer.copy_location([_drop_placeholder(s) for s in new], node)
+
+
+def _load(target: gast.expr) -> object:
+    """What a template placeholder takes to read `target`: a name as text, else a copy."""
+    return target.id if isinstance(target, gast.Name) else templates.copy_tree(target)
+
+
+def _store(target: gast.expr, value: gast.expr) -> gast.stmt:
+    """`name = value` for a name; `ag__.st_attr(obj, 'attr', value)` / `ag__.st_item(obj, key, value)`."""
+    if isinstance(target, gast.Name):
+        return templates.replace("l = value", l=target.id, value=value)[0]
+    obj = target.value
+    if isinstance(target, gast.Attribute):
+        return templates.replace("ag__.st_attr(obj, key, value)", obj=obj,
+                                 key=transformer.constant(target.attr), value=value)[0]
+    return templates.replace("ag__.st_item(obj, key, value)", obj=obj,
+                             key=templates.copy_tree(target.slice), value=value)[0]
 
 
 def _drop_placeholder(stmt: gast.stmt) -> gast.stmt:
@@ -108,7 +151,6 @@ def _drop_placeholder(stmt: gast.stmt) -> gast.stmt:
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
-    t = _ListTransformer()
-    t.depth = 0
+    t = _ListTransformer(ctx)
     t.local = _local_names(fn)
     t.generic_visit(fn)

@@ -47,7 +47,7 @@ class _LoadTransformer(transformer.Transformer):
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     """Wraps flagged loads; reaching_definitions.analyze(fn) must have run just before."""
-    declared = {n for s in transformer.walk_scope(fn.body)
+    declared = {n for s in transformer.walk_statements(fn.body)
                 if isinstance(s, (gast.Global, gast.Nonlocal)) for n in s.names}
     t = _LoadTransformer(declared)
     t.generic_visit(fn)

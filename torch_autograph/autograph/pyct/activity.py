@@ -16,6 +16,7 @@ from torch_autograph.autograph.pyct import qual_names, transformer
 
 _FUNCS = (gast.FunctionDef, gast.AsyncFunctionDef)
 _COMPS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+_STORES = frozenset({"st_attr", "st_item"})
 
 
 @dataclasses.dataclass
@@ -55,6 +56,17 @@ class _Collector(transformer.Visitor):
 
     visit_Attribute = _visit_target_compound
     visit_Subscript = _visit_target_compound
+
+    def visit_Call(self, node: gast.Call) -> None:
+        # Generated `ag__.st_attr(obj, 'y', v)` / `ag__.st_item(obj, k, v)` assign obj.y / obj[k].
+        if (transformer.is_ag_call(node) and node.func.attr in _STORES and len(node.args) == 3
+                and isinstance(node.args[1], gast.Constant)):
+            parent = qual_names.from_node(node.args[0])
+            key = node.args[1].value
+            if parent is not None and isinstance(key, (str, int, float)):
+                self.act.modified_qns.add(
+                    qual_names.QN(key, parent, subscript=node.func.attr == "st_item"))
+        self.generic_visit(node)
 
     def visit_AugAssign(self, node: gast.AugAssign) -> None:
         if isinstance(node.target, gast.Name):
@@ -145,7 +157,7 @@ def captured_by_nested_defs(fn: gast.FunctionDef) -> set:
     captured: set = set()
     # Only defs of this scope: a deeper def's free names are accounted for in
     # the free names of the def that encloses it.
-    for n in transformer.walk_scope(fn.body):
+    for n in transformer.walk_statements(fn.body):
         if isinstance(n, _FUNCS):
             c = _Collector()
             c._visit_scope(n, n.args, n.body)

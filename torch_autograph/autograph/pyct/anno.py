@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-_ANNO_ATTR = "___ta_anno"
+ANNO_ATTR = "___ta_anno"  # the node attribute holding its annotations dict
 
 
 class Basic(enum.Enum):
@@ -36,21 +36,21 @@ class Static(enum.Enum):
 
 def getanno(node: Any, key: enum.Enum, default: Any = None) -> Any:
     """Returns the annotation `key` of `node`, or `default`."""
-    return getattr(node, _ANNO_ATTR, {}).get(key, default)
+    return getattr(node, ANNO_ATTR, {}).get(key, default)
 
 
 def hasanno(node: Any, key: enum.Enum) -> bool:
-    return key in getattr(node, _ANNO_ATTR, {})
+    return key in getattr(node, ANNO_ATTR, {})
 
 
 def setanno(node: Any, key: enum.Enum, value: Any) -> None:
-    annos = getattr(node, _ANNO_ATTR, None)
+    annos = getattr(node, ANNO_ATTR, None)
     if annos is None:
         annos = {}
-        setattr(node, _ANNO_ATTR, annos)
+        setattr(node, ANNO_ATTR, annos)
         # gast/ast nodes list their fields; the annotation must not become one.
     annos[key] = value
 
 
 def delanno(node: Any, key: enum.Enum) -> None:
-    getattr(node, _ANNO_ATTR, {}).pop(key, None)
+    getattr(node, ANNO_ATTR, {}).pop(key, None)

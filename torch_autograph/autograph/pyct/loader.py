@@ -9,17 +9,59 @@ from __future__ import annotations
 import ast
 import hashlib
 import linecache
-import sys
 import types
 from typing import Any, Optional
 
-import gast
+
+# Nodes whose lines origin info maps: statements and except clauses.
+_OWNER_CLASSES = frozenset(c for c in vars(ast).values() if isinstance(c, type)
+                           and issubclass(c, (ast.stmt, ast.excepthandler)))
 
 
 class _CompactUnparser(getattr(ast, "_Unparser", object)):
-    """ast.unparse without the blank line before each nested def (STYLE.md's layout)."""
+    """ast.unparse without the blank line before each nested def (STYLE.md's layout).
+
+    It also notes, for every line it starts, the `lineno` of the innermost
+    statement being written (the user line a converted statement carries), so
+    the origin of each generated line is known without parsing the text again.
+    """
 
     _skip_blank = False
+    _visitors: dict = {}  # node class -> visit method, shared by all instances
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._owner: Optional[int] = None
+        self._starts: list = []  # (index in self._source where a line starts, owner)
+
+    def traverse(self, node: Any) -> None:
+        # ast._Unparser.traverse + NodeVisitor.visit in one frame, noting statement owners.
+        cls = node.__class__
+        if cls is list:
+            for item in node:
+                self.traverse(item)
+            return
+        visit = self._visitors.get(cls)
+        if visit is None:
+            visit = self._visitors[cls] = getattr(type(self), "visit_" + cls.__name__,
+                                             type(self).generic_visit)
+        if cls in _OWNER_CLASSES and getattr(node, "lineno", None):
+            outer, self._owner = self._owner, node.lineno
+            visit(self, node)
+            self._owner = outer
+        else:
+            visit(self, node)
+
+    def fill(self, text: str = "") -> None:
+        self.maybe_newline()
+        self._starts.append((len(self._source), self._owner))
+        self.write("    " * self._indent + text)
+
+    def _write_docstring(self, node: ast.Constant) -> None:
+        # Written by the enclosing def's visit, not by its statement's: own the lines here.
+        outer, self._owner = self._owner, getattr(node, "lineno", None) or self._owner
+        super()._write_docstring(node)
+        self._owner = outer
 
     def _function_helper(self, node: ast.AST, fill_suffix: str) -> None:
         # The helper opens with an extra maybe_newline() (the blank line) before fill().
@@ -32,12 +74,38 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
             return
         super().maybe_newline()
 
+    def line_owners(self) -> dict[int, int]:
+        """{line of the text: lineno of the statement that wrote it}, after `visit`."""
+        owners: dict[int, int] = {}
+        pieces, line, done, owner = self._source, 1, 0, None
+        for index, next_owner in self._starts + [(len(pieces), None)]:
+            # The lines of pieces[done:index] belong to `owner`; each newline there ends one.
+            newlines = sum(p.count("\n") for p in pieces[done:index])
+            if index == len(pieces):
+                newlines += 1  # the last line has no newline of its own
+            if owner is not None:
+                for n in range(line, line + newlines):
+                    owners[n] = owner
+            line, done, owner = line + newlines, index, next_owner
+        return owners
+
 
 def unparse(tree: ast.AST) -> str:
     """Source text of `tree`, compact: no blank lines between statements."""
     if _CompactUnparser.__bases__ == (object,):  # no private unparser in this Python
         return ast.unparse(tree)
     return _CompactUnparser().visit(tree)
+
+
+def unparse_with_origins(tree: ast.AST) -> tuple[str, dict[int, int]]:
+    """`unparse(tree)`, and {line of the text: `lineno` of the statement written there}.
+
+    Every line belongs to the innermost statement (with a `lineno`) that
+    wrote it: a compound statement owns its header and `else:` lines, a
+    statement spanning lines (a docstring) all of its lines.
+    """
+    unparser = _CompactUnparser()
+    return unparser.visit(tree), unparser.line_owners()
 
 
 def generated_filename(name: str, key: str) -> str:
@@ -85,68 +153,3 @@ def rebind(template: types.FunctionType, original: types.FunctionType,
     fn.__doc__ = original.__doc__
     fn.__annotations__ = dict(getattr(original, "__annotations__", {}) or {})
     return fn
-
-
-# -- gast -> ast ---------------------------------------------------------------
-#
-# gast.gast_to_ast dispatches through ast.NodeTransformer and copies locations
-# with ast.copy_location; on the generated trees it was a third of conversion
-# time. This converter does the same translation for Python 3.8-3.11 (where
-# gast nodes differ from ast only in Name-as-argument and ExceptHandler.name)
-# directly; other versions use gast's.
-
-_LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
-_AST_CLASSES: dict = {}
-
-
-def _ast_class(gast_cls: type) -> Any:
-    cls = _AST_CLASSES.get(gast_cls)
-    if cls is None:
-        cls = _AST_CLASSES[gast_cls] = getattr(ast, gast_cls.__name__, None) or False
-    return cls
-
-
-def _convert(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_convert(n) for n in node]
-    if not isinstance(node, gast.AST):
-        return node
-    t = type(node)
-    if t is gast.Name:
-        new = ast.Name(node.id, _convert(node.ctx))
-    elif t is gast.arguments:
-        return ast.arguments([_arg(a) for a in node.posonlyargs], [_arg(a) for a in node.args],
-                             _arg(node.vararg), [_arg(a) for a in node.kwonlyargs],
-                             _convert(node.kw_defaults), _arg(node.kwarg),
-                             _convert(node.defaults))
-    elif t is gast.ExceptHandler and node.name:
-        new = ast.ExceptHandler(_convert(node.type), node.name.id, _convert(node.body))
-    else:
-        cls = _ast_class(t)
-        if cls is False:
-            return None
-        d = node.__dict__
-        new = cls(**{f: _convert(d[f]) for f in node._fields if f in d})
-    d = node.__dict__
-    for attr in _LOCATION:
-        if attr in d:
-            setattr(new, attr, d[attr])
-    return new
-
-
-def _arg(node: Any) -> Any:
-    if node is None:
-        return None
-    new = ast.arg(node.id, _convert(node.annotation), _convert(node.type_comment))
-    d = node.__dict__
-    for attr in _LOCATION:
-        if attr in d:
-            setattr(new, attr, d[attr])
-    return new
-
-
-def gast_to_ast(node: Any) -> Any:
-    """`gast.gast_to_ast(node)`, faster on Python 3.8-3.11."""
-    if not (3, 8) <= sys.version_info[:2] < (3, 12):
-        return gast.gast_to_ast(node)
-    return _convert(node)

@@ -10,7 +10,6 @@ name the user's code, never the generated file:
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import linecache
 from typing import Optional
@@ -44,43 +43,22 @@ class Origin:
 _ORIGINS: dict[str, dict[int, Origin]] = {}
 
 
-def _statements(tree: ast.AST) -> list:
-    """Statements in source order (ast.unparse writes each simple one on its own line)."""
-    out, todo = [], [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.stmt, ast.excepthandler)):
-            out.append(node)
-        for field in ("handlers", "finalbody", "orelse", "body"):
-            children = getattr(node, field, None)
-            if isinstance(children, list):
-                todo.extend(reversed(children))
-    return out
-
-
-def build_line_map(user_tree: ast.AST, generated_tree: ast.AST, user_filename: str,
+def build_line_map(owners: dict[int, int], user_filename: str,
                    function_name: str) -> dict[int, Origin]:
-    """Pairs statements of the tree that was unparsed with the tree re-parsed from its text.
+    """{generated line: Origin} from {generated line: user line}.
 
-    `user_tree` carries user line numbers (generated nodes copy theirs from the
-    user statement they stand for); `generated_tree` is `ast.parse` of the
-    generated source, so their statements correspond one to one.
+    `owners` comes from `loader.unparse_with_origins`: generated nodes carry
+    the line of the user statement they stand for, so each generated line
+    knows its user line.
     """
+    origins: dict[int, Origin] = {}
     line_map: dict[int, Origin] = {}
-    lines: dict[int, str] = {}
-    for old, new in zip(_statements(user_tree), _statements(generated_tree)):
-        if type(old) is not type(new):
-            break  # unparse/parse round trip diverged; keep what matched
-        old_line = getattr(old, "lineno", None)
-        if old_line is None or new.lineno in line_map:
-            continue
-        if old_line not in lines:
-            lines[old_line] = linecache.getline(user_filename, old_line).strip()
-        origin = Origin(user_filename, old_line, function_name, lines[old_line])
-        # A compound statement owns only its header line; its body maps itself.
-        last = new.lineno if hasattr(new, "body") else (new.end_lineno or new.lineno)
-        for line in range(new.lineno, last + 1):
-            line_map.setdefault(line, origin)
+    for line, user_line in owners.items():
+        origin = origins.get(user_line)
+        if origin is None:
+            text = linecache.getline(user_filename, user_line).strip()
+            origin = origins[user_line] = Origin(user_filename, user_line, function_name, text)
+        line_map[line] = origin
     return line_map
 
 

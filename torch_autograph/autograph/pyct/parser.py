@@ -6,6 +6,7 @@ information falls out of the tree without bookkeeping.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import linecache
@@ -15,6 +16,7 @@ from typing import Callable
 
 import gast
 
+from torch_autograph.autograph.pyct import ast_gast
 from torch_autograph.errors import ConversionError
 
 
@@ -38,21 +40,20 @@ class ParsedEntity:
 
 
 def _file_tree(filename: str, lines: list[str]) -> gast.Module:
-    return gast.parse("".join(lines))
+    return ast_gast.ast_to_gast(ast.parse("".join(lines)))
 
 
 def _parse_snippet(lines: list[str], first_lineno: int) -> gast.Module:
-    source = textwrap.dedent("".join(lines))
+    # Leading blank lines give the nodes the user's line numbers directly.
+    padding = "\n" * (first_lineno - 1)
     try:
-        tree = gast.parse(source)
+        tree = ast.parse(padding + textwrap.dedent("".join(lines)))
     except SyntaxError:
         # Over-indented continuation lines (e.g. a docstring less indented
         # than the def) break dedent; a dummy block header restores validity.
-        tree = gast.parse("if True:\n" + "".join(lines)).body[0]
-        tree = gast.Module(body=tree.body, type_ignores=[])
-        first_lineno -= 1
-    gast.increment_lineno(tree, first_lineno - 1)
-    return tree
+        tree = ast.parse("if True:\n" + "".join(lines)).body[0]
+        ast.increment_lineno(tree, first_lineno - 2)
+    return ast_gast.ast_to_gast(ast.Module(body=tree.body, type_ignores=[]))
 
 
 def _find_lambda(f: types.FunctionType, filename: str) -> gast.Lambda:

@@ -16,7 +16,12 @@ from typing import Any, Sequence
 
 import gast
 
-from torch_autograph.autograph.pyct import transformer
+from torch_autograph.autograph.pyct import anno, transformer
+
+_ANNO_ATTR = anno.ANNO_ATTR
+# Classes with children to copy; context/operator leaves are absent (shared).
+_NODE_FIELDS = {cls: fields for cls, fields in transformer.NODE_FIELDS.items()
+                if cls._fields or cls._attributes}
 
 
 @functools.lru_cache(maxsize=256)
@@ -35,21 +40,28 @@ def copy_tree(node: Any) -> Any:
     """A deep copy of an AST node or list (much faster than copy.deepcopy).
 
     Annotations are copied shallowly: the copy gets its own annotation dict.
+    Context and operator leaves (`Load()`, `Add()`) carry no data and are shared.
     """
-    if isinstance(node, list):
+    if node.__class__ is list:
         return [copy_tree(n) for n in node]
     if not isinstance(node, gast.AST):
         return node
     cls = node.__class__
+    fields = _NODE_FIELDS.get(cls)
+    if fields is None:
+        return node  # a leaf
+    d = node.__dict__.copy()
+    for field in fields:
+        value = d.get(field)
+        if value.__class__ is list:
+            d[field] = [copy_tree(v) if isinstance(v, gast.AST) else v for v in value]
+        elif isinstance(value, gast.AST):
+            d[field] = copy_tree(value)
+    annotations = d.get(_ANNO_ATTR)
+    if annotations is not None:
+        d[_ANNO_ATTR] = dict(annotations)
     new = cls.__new__(cls)
-    d = new.__dict__
-    for key, value in node.__dict__.items():
-        if isinstance(value, (list, gast.AST)):
-            d[key] = copy_tree(value)
-        elif isinstance(value, dict):
-            d[key] = dict(value)
-        else:
-            d[key] = value
+    new.__dict__ = d
     return new
 
 
@@ -75,7 +87,9 @@ def strings_tuple(strings: Sequence[str]) -> gast.Tuple:
     return gast.Tuple(elts=[gast.Constant(s, None) for s in strings], ctx=gast.Load())
 
 
-class _Replacer(transformer.Transformer):
+class _Instantiation:
+    """One use of a template: copies its nodes, substituting placeholders on the way."""
+
     def __init__(self, replacements: dict[str, Any]):
         self.replacements = replacements
         self.used: set[str] = set()
@@ -88,31 +102,7 @@ class _Replacer(transformer.Transformer):
         self.used.add(key)
         return node
 
-    def visit_Expr(self, node: gast.Expr) -> Any:
-        if isinstance(node.value, gast.Name) and node.value.id in self.replacements:
-            value = self.replacements[node.value.id]
-            if isinstance(value, list) and (not value or isinstance(value[0], gast.stmt)):
-                return self._fresh(node.value.id, value)
-        return self.generic_visit(node)
-
-    def visit_FunctionDef(self, node: gast.FunctionDef) -> Any:
-        if node.name in self.replacements:
-            node.name = self.replacements[node.name]
-        new_args = []
-        for a in node.args.args:
-            value = self.replacements.get(a.id) if isinstance(a, gast.Name) else None
-            if isinstance(value, (list, tuple)):
-                new_args.extend(gast.Name(n, gast.Param(), None, None) for n in value)
-            elif isinstance(value, str):
-                new_args.append(gast.Name(value, gast.Param(), None, None))
-            else:
-                new_args.append(a)
-        node.args.args = new_args
-        return self.generic_visit(node)
-
-    def visit_Name(self, node: gast.Name) -> Any:
-        if node.id not in self.replacements:
-            return node
+    def _name(self, node: gast.Name) -> Any:
         value = self.replacements[node.id]
         if isinstance(value, str):
             return gast.Name(value, node.ctx, None, None)
@@ -125,11 +115,67 @@ class _Replacer(transformer.Transformer):
             return new
         raise ValueError(f"bad replacement for template placeholder {node.id!r}: {value!r}")
 
+    def _params(self, args: gast.arguments) -> gast.arguments:
+        """The template def's parameters, each placeholder expanded to its name(s)."""
+        params = []
+        for a in args.args:
+            value = self.replacements.get(a.id)
+            if isinstance(value, (list, tuple)):
+                params.extend(gast.Name(n, gast.Param(), None, None) for n in value)
+            elif isinstance(value, str):
+                params.append(gast.Name(value, gast.Param(), None, None))
+            else:
+                params.append(copy_tree(a))
+        new = copy_tree(args)
+        new.args = params
+        return new
+
+    def build(self, node: Any) -> Any:
+        """A copy of template node `node` (a list of statements where a body placeholder stood)."""
+        cls = node.__class__
+        fields = _NODE_FIELDS.get(cls)
+        if fields is None:
+            return node  # a leaf
+        if cls is gast.Name and node.id in self.replacements:
+            return self._name(node)
+        d = node.__dict__.copy()
+        if cls is gast.Expr:
+            v = node.value
+            if v.__class__ is gast.Name and v.id in self.replacements:
+                value = self.replacements[v.id]
+                if isinstance(value, list) and (not value or isinstance(value[0], gast.stmt)):
+                    return self._fresh(v.id, value)
+        elif cls is gast.FunctionDef:
+            d["name"] = self.replacements.get(node.name, node.name)
+            d["args"] = self._params(node.args)
+            fields = [f for f in fields if f != "args"]
+        for field in fields:
+            value = d.get(field)
+            if value.__class__ is list:
+                out = []
+                for v in value:
+                    if isinstance(v, gast.AST):
+                        v = self.build(v)
+                        if v.__class__ is list:
+                            out.extend(v)
+                            continue
+                    out.append(v)
+                d[field] = out
+            elif isinstance(value, gast.AST):
+                d[field] = self.build(value)
+        new = cls.__new__(cls)
+        new.__dict__ = d
+        return new
+
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
     """Returns the template's statements with placeholders substituted."""
-    module = copy_tree(_parse_cached(template))
-    return _Replacer(replacements).generic_visit(module).body
+    instantiation = _Instantiation(replacements)
+    out = []
+    for stmt in _parse_cached(template).body:
+        new = instantiation.build(stmt)
+        out.extend(new) if new.__class__ is list else out.append(new)
+    return out
 
 
 def replace_as_expression(template: str, **replacements: Any) -> gast.expr:

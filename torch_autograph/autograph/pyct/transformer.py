@@ -11,7 +11,19 @@ if TYPE_CHECKING:
     from torch_autograph.autograph.pyct import naming
 
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
-_LEAVES = (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
+
+# Fields that never hold a node worth visiting: identifiers, flags, and the
+# context/operator leaves (`ctx`, `op`, `ops`), which carry no data.
+_SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "type_comment", "kind",
+                            "conversion", "is_async", "level", "module", "names"})
+NODE_FIELDS: dict = {
+    cls: tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
+    for cls in vars(gast).values() if isinstance(cls, type) and issubclass(cls, gast.AST)}
+"""gast class -> the fields that may hold child nodes (a node or a list of them)."""
+_AST = gast.AST
+# The fields of a statement (or except clause, or match case) that hold statements.
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_SCOPE_STATEMENTS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
 
 
 @dataclasses.dataclass
@@ -37,14 +49,25 @@ MISSING = object()
 
 def iter_children(node: gast.AST):
     """Child nodes of `node` (like ast.iter_child_nodes, faster, skipping ctx/op leaves)."""
-    for field in node._fields:
-        value = getattr(node, field, None)
-        if isinstance(value, list):
+    d = node.__dict__
+    for field in NODE_FIELDS[node.__class__]:
+        value = d.get(field)
+        if value.__class__ is list:
             for v in value:
-                if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                if isinstance(v, _AST):
                     yield v
-        elif isinstance(value, gast.AST) and not isinstance(value, _LEAVES):
+        elif isinstance(value, _AST):
             yield value
+
+
+def _push_children(node: gast.AST, todo: list) -> None:
+    d = node.__dict__
+    for field in NODE_FIELDS[node.__class__]:
+        value = d.get(field)
+        if value.__class__ is list:
+            todo.extend([v for v in value if isinstance(v, _AST)])
+        elif isinstance(value, _AST):
+            todo.append(value)
 
 
 def walk(node: gast.AST):
@@ -53,28 +76,34 @@ def walk(node: gast.AST):
     while todo:
         n = todo.pop()
         yield n
-        todo.extend(iter_children(n))
+        _push_children(n, todo)
 
 
 def copy_location(new: Any, old: gast.AST) -> Any:
-    """Gives every node of `new` (a node or list) without a line the line of `old`.
+    """Gives `new` (a node or list) and its statements without a line the line of `old`.
 
-    Generated code thus maps back to the user statement it stands for. Nodes
+    Generated code thus maps back to the user statement it stands for. Only
+    statements need lines (origin info maps the lines statements start; the
+    code is compiled from its text), so expressions are not entered. Nodes
     that already have a line (user code, or generated earlier) keep theirs,
-    and so do their children, which is why the walk stops there.
+    and so do their statements, which is why the walk stops there.
     """
     lineno = getattr(old, "lineno", None)
     if lineno is None:
         return new
-    todo = list(new) if isinstance(new, list) else [new]
+    todo = list(new) if new.__class__ is list else [new]
     while todo:
         n = todo.pop()
+        d = n.__dict__
         if "lineno" in n._attributes:
-            if getattr(n, "lineno", None) is not None:
+            if d.get("lineno") is not None:
                 continue
-            n.lineno, n.col_offset = lineno, 0
-            n.end_lineno, n.end_col_offset = lineno, 0
-        todo.extend(iter_children(n))
+            d["lineno"] = d["end_lineno"] = lineno
+            d["col_offset"] = d["end_col_offset"] = 0
+        for field in BLOCK_FIELDS:
+            block = d.get(field)
+            if block.__class__ is list:
+                todo.extend(block)
     return new
 
 
@@ -83,10 +112,14 @@ def nested_functions(fn: gast.AST) -> list:
     found = []
 
     def visit(node: gast.AST) -> None:
-        for child in iter_children(node):
-            visit(child)
-            if isinstance(child, FUNCTION_NODES):
-                found.append(child)
+        d = node.__dict__
+        for field in BLOCK_FIELDS:
+            block = d.get(field)
+            if block.__class__ is list:
+                for child in block:
+                    visit(child)
+                    if isinstance(child, FUNCTION_NODES):
+                        found.append(child)
 
     visit(fn)
     return found
@@ -98,15 +131,20 @@ def is_ag_call(node: gast.AST) -> bool:
             and isinstance(node.func.value, gast.Name) and node.func.value.id == "ag__")
 
 
-def walk_scope(stmts: Iterable[gast.AST]):
-    """Yields nodes of the statements without entering nested functions, classes or lambdas."""
+def walk_statements(stmts: Iterable[gast.AST]):
+    """Yields the statements (and except clauses, match cases) in `stmts` and in their
+    blocks, in source order, without entering nested functions or classes."""
     todo = list(stmts)[::-1]
     while todo:
         n = todo.pop()
         yield n
-        if isinstance(n, FUNCTION_NODES + (gast.ClassDef, gast.Lambda)):
+        if isinstance(n, _SCOPE_STATEMENTS):
             continue
-        todo.extend(list(iter_children(n))[::-1])
+        d = n.__dict__
+        for field in reversed(BLOCK_FIELDS):
+            block = d.get(field)
+            if block.__class__ is list:
+                todo.extend(reversed(block))
 
 
 def name(id_: str, ctx: type = gast.Load) -> gast.Name:
@@ -151,23 +189,24 @@ class Transformer:
         return method(self, node)
 
     def generic_visit(self, node: gast.AST) -> gast.AST:
-        for field in node._fields:
-            old = getattr(node, field, None)
-            if isinstance(old, list):
+        d = node.__dict__
+        for field in NODE_FIELDS[node.__class__]:
+            old = d.get(field)
+            if old.__class__ is list:
                 new = []
                 for v in old:
-                    if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                    if isinstance(v, _AST):
                         r = self.visit(v)
                         if r is None:
                             continue
-                        if isinstance(r, list):
+                        if r.__class__ is list:
                             new.extend(r)
                             continue
                         v = r
                     new.append(v)
                 old[:] = new
-            elif isinstance(old, gast.AST) and not isinstance(old, _LEAVES):
-                setattr(node, field, self.visit(old))
+            elif isinstance(old, _AST):
+                d[field] = self.visit(old)
         return node
 
 
@@ -175,12 +214,13 @@ class Visitor(Transformer):
     """A read-only walk with the same dispatch (visit_* methods return nothing)."""
 
     def generic_visit(self, node: gast.AST) -> gast.AST:
-        for field in node._fields:
-            old = getattr(node, field, None)
-            if isinstance(old, list):
+        d = node.__dict__
+        for field in NODE_FIELDS[node.__class__]:
+            old = d.get(field)
+            if old.__class__ is list:
                 for v in old:
-                    if isinstance(v, gast.AST) and not isinstance(v, _LEAVES):
+                    if isinstance(v, _AST):
                         self.visit(v)
-            elif isinstance(old, gast.AST) and not isinstance(old, _LEAVES):
+            elif isinstance(old, _AST):
                 self.visit(old)
         return node
