@@ -77,6 +77,7 @@ class WhileOp:
 
     loop_vars: tuple[Value, ...]
     maximum_iterations: Any = None
+    checks_iteration: bool = False  # the last loop var says whether the body ran (variables first assigned in it)
 
     def __repr__(self) -> str:
         return "while"
@@ -220,7 +221,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
 
     origin = origin or tracer.user_location()
     p = state.to_graph_tensor(pred)
-    _check_predicate(p, "if statement", origin)
+    _check_predicate(p._value, "if statement", origin)
     tb, fb = _Branch("true", state), _Branch("false", state)
     t_out = tb.run(true_fn)
     f_out = fb.run(false_fn)
@@ -357,8 +358,7 @@ def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
     return f"output {i}"
 
 
-def _check_predicate(p: GraphTensor, what: str, origin: SourceLocation | None) -> None:
-    v = p._value
+def _check_predicate(v: Value, what: str, origin: SourceLocation | None) -> None:
     if v.kind is ValueKind.TENSOR and v.shape is not None and None not in v.shape:
         n = 1
         for d in v.shape:

@@ -2,10 +2,24 @@
 
 Loop variables may be tensors, run-time Python numbers (a counter stays a
 Python int when the graph runs), graph lists (a list appended to in the
-body) or nests of them. Types that only show up in the body are learned by
-tracing again: a Python number the body turns into a tensor is promoted, a
+body) or nests of them. Some types only show up in the body: a Python number
+the body turns into a tensor is promoted (`total = 0; total += t`), a
 variable first assigned in the body gets a placeholder initial value and a
-run-time check that the loop ran, a list that grows becomes a graph list.
+run-time check that the loop ran (SPEC item 65), an empty list is a graph
+list from the start and learns its element type from the appends. These are
+found after the one trace of the body, and its recorded sub-graph is re-typed
+(`retype.py`) instead of running the user's Python again, so Python side
+effects in the body run once per trace (SPEC item 62).
+
+The body is traced a second time, running its Python side effects again, only
+when re-typing cannot prove the recorded operations unchanged:
+
+- a list that already has elements before the loop and grows in it (it may
+  have been a fixed structure: the first trace says which);
+- a Python number promoted to a tensor that also passes through a tensor `if`
+  or an inner graph loop (they converted it with their own operations);
+- a variable first assigned in the loop whose value is a structure (a tuple
+  returned from inside the loop), or first assigned in an inner graph loop.
 
 Printed form::
 
@@ -16,6 +30,7 @@ Printed form::
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
@@ -23,8 +38,9 @@ import torch
 from . import lists, tracer
 from .control_flow import (UNSET, WhileOp, _Branch, _as_tensor_in, _check_predicate, _describe, _leaf_kind,
                            _SCALAR_DTYPES, _structure_repr, _to_value, _type_words, _value_type, _where, check)
-from .graph import Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
+from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
 from .passes.dead_code import eliminate_dead_code
+from .retype import retype
 from .tensor import GraphTensor, make_graph_tensor
 
 
@@ -54,7 +70,9 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
         return _python_while(cond_fn, body_fn, loop_vars, maximum_iterations)
     origin = origin or tracer.user_location()
     names = tuple(names) if names else tuple(f"loop_var_{i}" for i in range(len(loop_vars)))
-    to_list: set[int] = set()
+    # An empty Python list carried by a graph loop is there to grow: a graph list from the start, so
+    # the body is traced once (a list with elements may be a fixed structure: learnt by tracing).
+    to_list = {i for i, v in enumerate(loop_vars) if type(v) is list and not v}
     structured_unset: dict[int, Any] = {}
     for _ in range(6):
         snapshots = {i: v[:] for i, v in enumerate(loop_vars) if type(v) is list}
@@ -118,6 +136,9 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
             raise TypeError(f"the loop body{_where(origin)} returned {len(out)} values for {len(tops)} loop variables")
         result = []
         for i, (o, top) in enumerate(zip(out, tops)):
+            if isinstance(top, lists.GraphList) and type(o) is list and all(
+                    isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, lists.GraphList) for x in o):
+                o = lists.new_list(o)  # a graph-list variable given a new Python list (`out = [x]`)
             if nest.structure_signature(o) != structures[i]:
                 if type(top) is list and (type(o) is list or isinstance(o, lists.GraphList)):
                     raise _ListGrew(i)
@@ -137,15 +158,11 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
     for _ in range(8):
         result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
                             maximum_iterations, origin, promote, leaf_require, refined, inferred)
-        if result is _RETRY:
-            continue
-        if isinstance(result, tuple) and result and result[0] is _PROMOTE:
-            promote.update(result[1])
-            continue
-        if isinstance(result, dict):
-            refined.update(result)
-            continue
-        return pack(result)
+        if not isinstance(result, _Retrace):
+            return pack(result)
+        promote.update(result.promote)
+        refined.update(result.refined)
+        inferred.update(result.inferred)
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -163,44 +180,46 @@ def _loop_name(names: Sequence[str] | None, i: int) -> str:
     return names[i] if names and i < len(names) else f"loop_var_{i}"
 
 
+@dataclass
+class _Retrace:
+    """What a second trace of the body must start from, when re-typing the first trace was not possible."""
+
+    promote: dict[int, Value] = field(default_factory=dict)
+    refined: dict[int, Value] = field(default_factory=dict)
+    inferred: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Changes:
+    """Loop variables whose type one traced iteration revealed (index -> what it becomes)."""
+
+    promote: dict[int, Value] = field(default_factory=dict)  # Python number -> tensor like this value
+    refine: dict[int, Value] = field(default_factory=dict)  # graph list -> this element type
+    define: dict[int, Any] = field(default_factory=dict)  # first assigned in the body -> this placeholder init
+
+    def __bool__(self) -> bool:
+        return bool(self.promote or self.refine or self.define)
+
+
 def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
                refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
-    unset = [i for i in inferred if loop_vars[i] is UNSET]
     for i, v in enumerate(loop_vars):
         if i in inferred:
             v = inferred[i]
         if i in promote and _leaf_kind(v) in ("pyscalar", "scalar"):
-            # A Python number the body turns into a tensor (`total = 0; total += t`): start it as a
-            # tensor of the type the body gives it, as `0 + t` would.
-            like = promote[i]
-            v = torch.tensor(v, dtype=like.dtype, device=like.device)
+            v = _promoted(v, promote[i])
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
-        kind = _leaf_kind(v)
-        if kind in ("object", "unset"):
-            continue
-        if kind == "pyscalar":
-            meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
-        else:
-            meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
-        meta = refined.get(i, meta)
-        shape = meta.shape
-        if i in invariants:
-            inv = invariants[i]
-            shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
-            if not _fits(meta.shape, shape):
-                raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
-                                 f"which does not conform with the shape invariant {_shape_words(shape)}"
-                                 f"{_where(origin)}.")
-        carried[i] = Value(state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
-    required = [i for i in unset if i in require]
-    iterated = Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR) if required else None
+        if _leaf_kind(v) not in ("object", "unset"):
+            carried[i] = _carried_value(state, i, v, refined.get(i), invariants, names, origin)
+    required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
+    iterated = _iterated_value(state) if required else None
 
     def structured(branch: _Branch) -> list[Any]:
         vals = []
@@ -214,24 +233,129 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
             branch.graph.inputs.append(iterated)
         return vals
 
+    # 3. Trace the condition and the body, each exactly once.
     cb, bb = _Branch("cond", state), _Branch("body", state)
     pred = cb.run(lambda: cond_fn(*structured(cb)))
     body_out = bb.run(lambda: tuple(body_fn(*structured(bb))))
     if len(body_out) != len(inits):
         raise TypeError(f"the loop body{_where(origin)} returned {len(body_out)} values for {len(inits)} loop "
                         f"variables")
-    # 3. Check the body's outputs against the loop variables.
-    need_promotion: dict[int, Value] = {}
-    refine: dict[int, Value] = {}
-    new_inits: dict[int, Any] = {}
-    outs: list[Any] = []
-    for i, (init, out) in enumerate(zip(inits, body_out)):
-        name = _loop_name(names, i)
+    pred_v = _to_value(cb, pred)
+    raw = [_to_value(bb, o) if isinstance(o, (GraphTensor, torch.Tensor)) else o for o in body_out]
+    # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
+    seen = _Changes()
+    for _ in range(8):
+        changes = _type_changes(carried, inits, raw, body_out, names, origin)
+        if not changes:
+            break
+        for mine, theirs in ((seen.promote, changes.promote), (seen.refine, changes.refine),
+                             (seen.define, changes.define)):
+            mine.update(theirs)
+        retrace = _Retrace(promote=seen.promote, refined=seen.refine, inferred=seen.define)
+        mapping: dict[int, Value] = {}
+        for i, like in changes.promote.items():
+            inits[i] = _promoted(inits[i], like)
+            new = _carried_value(state, i, inits[i], None, invariants, names, origin, reuse=carried[i].name)
+            mapping[id(carried[i])] = carried[i] = new
+        for i, new in changes.refine.items():
+            mapping[id(carried[i])] = carried[i] = new
+        if changes.define:
+            if any(i in require for i in changes.define) and _checks_iteration(bb.graph):
+                return retrace
+            for i, init in changes.define.items():
+                inits[i] = init
+                carried[i] = _carried_value(state, i, init, None, invariants, names, origin)
+                cb.graph.inputs.append(carried[i])
+                bb.graph.inputs.append(carried[i])
+            carried = dict(sorted(carried.items()))
+            if iterated is None and any(i in require for i in changes.define):
+                required = [i for i in changes.define if i in require]
+                iterated = _iterated_value(state)
+                cb.graph.inputs.append(iterated)
+                bb.graph.inputs.append(iterated)
+        full = retype((cb.graph, bb.graph), mapping)
+        if full is None:
+            # A node whose operation depends on the new types: trace the body again (see the module docstring).
+            return retrace
+        pred_v = _substitute(pred_v, full)
+        raw = [_substitute(r, full) for r in raw]
+    else:
+        raise AssertionError("bug in torch_autograph: loop variable types did not settle")
+    outs = _body_outputs(bb, carried, raw)
+    cb.graph.outputs = [_cond_output(cb, pred_v, origin)]
+    bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
+    eliminate_dead_code(cb.graph)
+    eliminate_dead_code(bb.graph)
+    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin)
+
+
+def _promoted(v: Any, like: Value) -> Any:
+    """A Python number the body turns into a tensor (`total = 0; total += t`) as a tensor of the body's type."""
+    return torch.tensor(v, dtype=like.dtype, device=like.device)
+
+
+def _iterated_value(state: tracer.TraceState) -> Value:
+    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR)
+
+
+def _carried_value(state: tracer.TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
+                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
+    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given)."""
+    if _leaf_kind(v) == "pyscalar":
+        meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+    else:
+        meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
+    meta = refined or meta
+    shape = meta.shape
+    if i in invariants:
+        inv = invariants[i]
+        shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
+        if not _fits(meta.shape, shape):
+            raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
+                             f"which does not conform with the shape invariant {_shape_words(shape)}"
+                             f"{_where(origin)}.")
+    return Value(reuse or state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
+
+
+def _checks_iteration(g: Graph) -> bool:
+    """Whether a loop nested in `g` initializes a variable first assigned in it (a run-time check).
+
+    Such a loop started that variable at a placeholder; had the variable been
+    a loop variable of `g`'s loop already, it would start from that instead.
+    """
+    for node in g.nodes:
+        if isinstance(node.op.target, WhileOp) and node.op.target.checks_iteration:
+            return True
+        if any(_checks_iteration(sub) for sub in node.subgraphs):
+            return True
+    return False
+
+
+def _substitute(x: Any, mapping: dict[int, Value]) -> Any:
+    return mapping.get(id(x), x) if isinstance(x, Value) else x
+
+
+def _raw_kind(r: Any) -> str:
+    if isinstance(r, Value):
+        return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(r.kind, "tensor")
+    return _leaf_kind(r)
+
+
+def _raw_words(r: Any, obj: Any) -> str:
+    return r.type_str() if isinstance(r, Value) else _describe(obj)
+
+
+def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: tuple, names: Sequence[str] | None,
+                  origin: SourceLocation | None) -> _Changes:
+    """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
+    changes = _Changes()
+    for i, (init, r) in enumerate(zip(inits, raw)):
+        name, out = _loop_name(names, i), body_out[i]
         if i not in carried:
-            if init is UNSET and out is not UNSET:
+            if init is UNSET and r is not UNSET:
                 # First assigned inside the loop: start it at a placeholder of the type the body gives
-                # it (decision 7) and trace again.
-                new_inits[i] = _placeholder_init(out, name, origin)
+                # it (decision 7).
+                changes.define[i] = _placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if _leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
@@ -241,57 +365,58 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
                 raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
                                 f"loop{_where(origin)}: {_describe(init)} before, {_describe(out)} after.")
             continue
-        lv = carried[i]
-        ok = _leaf_kind(out)
+        lv, ok = carried[i], _raw_kind(r)
         if ok == "object":
-            if out is None:
+            if r is None:
                 raise ValueError(f"'{name}' is None at the end of the iteration of the loop{_where(origin)}.")
             raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
                             f"loop{_where(origin)}: {lv.type_str()} before, {_describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
-            need_promotion[i] = _to_value(bb, out)
+            changes.promote[i] = r
+            continue
+        if lv.kind is ValueKind.LIST:
+            if ok != "list":
+                raise TypeError(f"'{name}' is a list before the loop{_where(origin)} but {_raw_words(r, out)} after "
+                                f"one iteration.")
+            if r.dtype is not None and (lv.dtype is None or not _fits(r.shape, lv.shape)):
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, f"'{name}'")
+                changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
+            elif r.dtype is not None and r.dtype != lv.dtype:
+                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {r.dtype} after one "
+                                f"iteration{_where(origin)}.")
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
-            ov = _as_tensor_in(bb, out, lv)
+            ot, oshape = (ValueKind.TENSOR, lv.dtype, lv.device), ()  # converted to a tensor like the variable
         else:
-            ov = _to_value(bb, out)
-        if lv.kind is ValueKind.LIST:
-            if not (isinstance(ov, Value) and ov.kind is ValueKind.LIST):
-                raise TypeError(f"'{name}' is a list before the loop{_where(origin)} but {_describe(out)} after one "
-                                f"iteration.")
-            if ov.dtype is not None and (lv.dtype is None or not _fits(ov.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, ov, f"'{name}'")
-                refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
-            elif ov.dtype is not None and ov.dtype != lv.dtype:
-                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {ov.dtype} after one "
-                                f"iteration{_where(origin)}.")
-            outs.append((i, ov))
-            continue
-        ot = _value_type(ov)
+            ot, oshape = _value_type(r), (r.shape if isinstance(r, Value) else ())
         if ot[1] != lv.dtype:
             raise TypeError(f"'{name}' has {_type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{_type_words(ot)} after one iteration{_where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        oshape = ov.shape if isinstance(ov, Value) else ()
         if lv.kind is ValueKind.TENSOR and not _fits(oshape, lv.shape):
             raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
                              f"{_shape_words(oshape)} after one iteration{_where(origin)}. Use "
                              f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
                              f"{_relaxed(lv.shape, oshape)})]) to let it change.")
-        outs.append((i, ov))
-    if new_inits:
-        inferred.update(new_inits)
-        return _RETRY
-    if need_promotion:
-        return (_PROMOTE, need_promotion)
-    if refine:
-        return refine
-    cond_value = _cond_output(cb, pred, origin)
-    cb.graph.outputs = [cond_value]
-    bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
-    eliminate_dead_code(cb.graph)
-    eliminate_dead_code(bb.graph)
-    # 4. The node.
+    return changes
+
+
+def _body_outputs(bb: _Branch, carried: dict[int, Value], raw: list) -> list[tuple[int, Any]]:
+    """(index, graph output) per loop variable, numbers given to a tensor variable converted to tensors."""
+    outs = []
+    for i, lv in carried.items():
+        r = raw[i]
+        if lv.kind is ValueKind.TENSOR and _raw_kind(r) in ("pyscalar", "scalar"):
+            src = make_graph_tensor(r, bb.state) if isinstance(r, Value) else r
+            r = _as_tensor_in(bb, src, lv)
+        outs.append((i, r))
+    return outs
+
+
+def _while_node(state: tracer.TraceState, cb: _Branch, bb: _Branch, carried: dict[int, Value], inits: list,
+                iterated: Value | None, required: list[int], names: Sequence[str] | None, maximum_iterations: Any,
+                origin: SourceLocation | None) -> tuple:
+    """Record the `while` node (and the run-time check of `required` variables); return the final values."""
     max_iter = maximum_iterations
     if isinstance(max_iter, GraphTensor):
         max_iter = state.to_graph_tensor(max_iter)._value
@@ -305,12 +430,13 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         init_args.append(False)
     final = {i: Value(state.fresh_name(_loop_name(names, i)), lv.dtype, lv.shape, lv.device, lv.kind)
              for i, lv in carried.items()}
-    final_iterated = Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR) if iterated else None
+    final_iterated = _iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
     stateful = any(n.stateful for g in (cb.graph, bb.graph) for n in g.nodes)
     extra = (max_iter,) if isinstance(max_iter, Value) else ()
-    node = Node(Op(OpKind.CONTROL, WhileOp(loop_values, max_iter), "while", stateful=stateful),
+    node = Node(Op(OpKind.CONTROL, WhileOp(loop_values, max_iter, checks_iteration=iterated is not None), "while",
+                   stateful=stateful),
                 (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
                 subgraphs=(cb.graph, bb.graph))
     state.graph.nodes.append(node)
@@ -329,12 +455,10 @@ def _safe_eq(a: Any, b: Any) -> bool:
 
 
 def _cond_output(cb: _Branch, pred: Any, origin: SourceLocation | None) -> Any:
-    if isinstance(pred, GraphTensor):
-        g = cb.record(lambda: cb.state.to_graph_tensor(pred))
-        _check_predicate(g, "while loop", origin)
-        return g._value
-    if isinstance(pred, torch.Tensor):
-        return cb.record(lambda: cb.state.capture(pred))._value
+    """The condition graph's output: a graph bool (checked to hold one element) or a Python bool."""
+    if isinstance(pred, Value):
+        _check_predicate(pred, "while loop", origin)
+        return pred
     return bool(pred)
 
 
@@ -358,26 +482,17 @@ def _relaxed(a: Any, b: Any) -> str:
     return "[" + ", ".join(str(x) if x == y else "None" for x, y in zip(a, b)) + "]"
 
 
-_RETRY = object()
-_PROMOTE = object()
-
-
 def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
-    """A stand-in initial value of `v`'s type for a variable first assigned inside a loop."""
-    if isinstance(v, GraphTensor):
-        meta = v._value
-        if meta.kind is ValueKind.SCALAR:
-            return {torch.bool: False, torch.float64: 0.0}.get(meta.dtype, 0)
-        if meta.kind is ValueKind.LIST:
+    """A stand-in initial value of `v`'s type (a Value or a Python number) for a variable first assigned in a loop."""
+    if isinstance(v, Value):
+        if v.kind is ValueKind.SCALAR:
+            return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
+        if v.kind is ValueKind.LIST:
             return lists.new_list([])
-        shape = tuple(0 if d is None else d for d in (meta.shape if meta.shape is not None else (0,)))
-        return torch.zeros(shape, dtype=meta.dtype, device=meta.device)
+        shape = tuple(0 if d is None else d for d in (v.shape if v.shape is not None else (0,)))
+        return torch.zeros(shape, dtype=v.dtype, device=v.device)
     if type(v) in _SCALAR_DTYPES:
         return type(v)()
-    if isinstance(v, torch.Tensor):
-        return torch.zeros_like(v)
     raise ValueError(f"'{name}' must be defined before the loop{_where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")
-
-

@@ -1,0 +1,163 @@
+"""Re-typing a traced loop body: give some of its inputs new types without running the user's Python again.
+
+A graph loop learns the types of some loop variables only by tracing the body
+once: a Python number the body turns into a tensor, a graph list whose element
+type was unknown, a variable first assigned inside the loop. Tracing again
+would run the body's Python side effects again (SPEC item 62: the body is
+traced once). Instead the recorded sub-graphs are re-typed in place: every
+node that reads a re-typed value has its output metadata inferred again::
+
+    body(s: int, v: float32[])    { %add: float32[] = %s + %v ... }
+    body(s: float32[], v: float32[]) { %add: float32[] = %s + %v ... }   # after retype
+
+Only nodes whose recorded operation is the same whatever the input types
+(Python operators, graph-list appends, `cond` nodes made of those, run-time
+checks) can be re-typed; for anything else `retype` gives up and the caller
+traces the body again.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from . import lists, tracer
+from .graph import Graph, Node, OpKind, Value, ValueKind
+from .shape_inference import Meta
+
+# Python operators whose recorded node is the same for run-time numbers and tensors.
+_POLYMORPHIC = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
+    operator.neg, operator.pos, operator.abs, abs, operator.lt, operator.le, operator.gt, operator.ge,
+    operator.eq, operator.ne,
+})
+
+
+class _CannotRetype(Exception):
+    """A node reading a re-typed value records different operations for different input types."""
+
+
+def retype(graphs: tuple[Graph, ...], mapping: dict[int, Value]) -> dict[int, Value] | None:
+    """Substitute `mapping` (id of an old Value -> its re-typed Value) in `graphs` and re-infer what depends on it.
+
+    Returns:
+        The mapping extended with every node output whose type changed, or
+        None when some dependent node cannot be re-typed (the graphs are then
+        partly rewritten and must be discarded).
+    """
+    mapping = dict(mapping)
+    try:
+        for g in graphs:
+            _retype_graph(g, mapping)
+    except _CannotRetype:
+        return None
+    return mapping
+
+
+def _sub(obj: Any, mapping: dict[int, Value]) -> Any:
+    if isinstance(obj, Value):
+        return mapping.get(id(obj), obj)
+    if isinstance(obj, tuple):
+        return tuple(_sub(x, mapping) for x in obj)
+    if isinstance(obj, list):
+        return [_sub(x, mapping) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _sub(v, mapping) for k, v in obj.items()}
+    if isinstance(obj, slice):
+        return slice(_sub(obj.start, mapping), _sub(obj.stop, mapping), _sub(obj.step, mapping))
+    return obj
+
+
+def _reads_changed(node: Node, mapping: dict[int, Value]) -> bool:
+    if any(id(v) in mapping for v in node.input_values()):
+        return True
+    return any(id(v) in mapping for sub in node.subgraphs for v in sub.inputs)
+
+
+def _retype_graph(g: Graph, mapping: dict[int, Value]) -> None:
+    g.inputs = [mapping.get(id(v), v) for v in g.inputs]
+    for node in g.nodes:
+        if _reads_changed(node, mapping):
+            _retype_node(node, mapping)
+    g.outputs = _sub(g.outputs, mapping)
+
+
+def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
+    from .control_flow import CheckOp, CondOp  # (control_flow imports the loop code, which imports this)
+
+    op = node.op
+    node.args, node.kwargs = _sub(node.args, mapping), _sub(node.kwargs, mapping)
+    if op.kind is OpKind.OPERATOR and op.target in _POLYMORPHIC and not op.stateful:
+        metas = [_infer(op.target, node.args, node.kwargs)]
+    elif op.kind is OpKind.FUNCTION and op.target is lists.list_append:
+        lst, item = node.args
+        if not (lists.is_list_value(lst) and isinstance(item, Value) and item.kind is ValueKind.TENSOR):
+            raise _CannotRetype
+        dtype, shape, device = lists.merge_elements(lst if lst.dtype is not None else None, item, "a graph list")
+        metas = [Meta(dtype, shape, device, ValueKind.LIST)]
+    elif op.kind is OpKind.FUNCTION and op.target is lists.list_len:
+        metas = [Meta(v.dtype, v.shape, v.device, v.kind) for v in node.outputs]
+    elif op.kind is OpKind.CONTROL and isinstance(op.target, CheckOp):
+        return
+    elif op.kind is OpKind.CONTROL and isinstance(op.target, CondOp):
+        metas = _retype_cond(node, mapping)
+    else:
+        raise _CannotRetype
+    if len(metas) != len(node.outputs):
+        raise _CannotRetype
+    new_outputs = []
+    for old, meta in zip(node.outputs, metas):
+        if (meta.dtype, meta.shape, meta.device, meta.kind) == (old.dtype, old.shape, old.device, old.kind):
+            new_outputs.append(old)
+            continue
+        new = Value(old.name, meta.dtype, meta.shape, meta.device, meta.kind)
+        mapping[id(old)] = new
+        new_outputs.append(new)
+    node.outputs = tuple(new_outputs)
+    node.pattern = _sub(node.pattern, mapping)
+
+
+def _infer(fn: Any, args: tuple, kwargs: dict) -> Meta:
+    state = tracer.current()
+    device = state.root.default_device if state is not None else None
+    try:
+        with torch._C.DisableTorchFunction():  # run on meta tensors, not recorded into the trace
+            meta = tracer._shape_inference.infer(fn, args, kwargs, device)
+    except Exception:
+        raise _CannotRetype from None
+    if not isinstance(meta, Meta):
+        raise _CannotRetype
+    return meta
+
+
+def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
+    """Re-type both branches, then merge their outputs as `cond` did when it was traced."""
+    for sub in node.subgraphs:
+        _retype_graph(sub, mapping)
+    true_g, false_g = node.subgraphs
+    metas = []
+    for old, a, b in zip(node.outputs, true_g.outputs, false_g.outputs):
+        if not (isinstance(a, Value) and isinstance(b, Value)) or a.kind is not b.kind:
+            raise _CannotRetype
+        if a.dtype != b.dtype and a.kind is not ValueKind.LIST or a.device != b.device:
+            raise _CannotRetype
+        if a.kind is ValueKind.LIST:
+            if b.dtype is None:
+                metas.append(Meta(a.dtype, a.shape, a.device, ValueKind.LIST))
+                continue
+            try:
+                dtype, shape, device = lists.merge_elements(a if a.dtype is not None else None, b, "a graph list")
+            except TypeError:
+                raise _CannotRetype from None
+            metas.append(Meta(dtype, shape, device, ValueKind.LIST))
+            continue
+        if a.kind is ValueKind.SCALAR or a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+            shape = () if a.kind is ValueKind.SCALAR else None
+        else:
+            shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+        metas.append(Meta(a.dtype, shape, a.device, a.kind))
+    if len(metas) != len(node.outputs):
+        raise _CannotRetype
+    return metas
