@@ -1,4 +1,4 @@
-"""P2j / P3j / P4j: graphs compiled with inductor (`ta.function(f, jit_compile=True)`), and compile latency.
+"""P2j / P3j / P4j / P5j: graphs compiled with inductor (`ta.function(f, jit_compile=True)`), and compile latency.
 
 P2j: the 200-op elementwise chain of P2 on 16 floats.
   eager          `chain(x)` (baseline)
@@ -13,6 +13,10 @@ P3j: the 8-layer MLP of P3 (batch 8), no_grad and grad modes. Target: jit >= 3x 
 P4j: the training step of P4 (tape + ta.optimizers.Adam, batch 32) with jit_compile=True vs eager
   torch.optim.Adam. Target >= 3x faster than eager, reported as not applicable when the graph cannot
   be lowered (see the note printed).
+P5j: P5's 1000-iteration tensor loop (`x = x * a + b`, 16 floats) with jit_compile=True: the graph is split
+  at the loop (backends/regions.py); the 2-op body is below the region size rule, so it runs as the default
+  backend's Python. Target: jit faster than TensorFlow's tf.function (bench_vs_tensorflow.py) and not much
+  slower than the default backend (<= 1.2x).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from bench_elementwise_chain import chain  # noqa: E402
 P2J = "P2j chain 200 ops, jit_compile=True"
 P3J = "P3j MLP 8x(Linear 32+ReLU), jit_compile=True"
 P4J = "P4j training step, jit_compile=True"
+P5J = "P5j tensor loop 1000 iterations, jit_compile=True"
+P5J_VS_DEFAULT = 1.2
 P2J_EAGER_SPEEDUP, P2J_VS_COMPILE, P3J_SPEEDUP, P4J_SPEEDUP = 30.0, 0.5, 3.0, 3.0
 
 _COLD_SCRIPT = """
@@ -166,14 +172,35 @@ def run_p4j(settings: Settings) -> list[Row]:
                 j.ratio <= 1 / P4J_SPEEDUP, f"{1 / j.ratio:.2f}x faster; {j.spread()}")]
 
 
-NAME = "P2j/P3j/P4j jit_compile=True (inductor)"
+def run_p5j(settings: Settings) -> list[Row]:
+    from bench_autograph import loop_tensor
+
+    x, n = torch.randn(16), torch.tensor(1000)
+    a, b = torch.full((16,), 0.99), torch.full((16,), 0.01)
+    D, J = ta.function(loop_tensor), ta.function(loop_tensor, jit_compile=True)
+    want = loop_tensor(x, 1000, a, b)
+    check_equal("ta.function jit", J(x, n, a, b), want)
+    check_equal("ta.function", D(x, n, a, b), want)
+    res = run_interleaved([Candidate("eager", "h(x, 1000, a, b)", {"h": loop_tensor, "x": x, "a": a, "b": b}),
+                           Candidate("ta.function", "D(x, n, a, b)", {"D": D, "x": x, "n": n, "a": a, "b": b}),
+                           Candidate("ta.function jit", "J(x, n, a, b)", {"J": J, "x": x, "n": n, "a": a, "b": b})],
+                          settings, "eager")
+    e, d, j = res["eager"], res["ta.function"], res["ta.function jit"]
+    vs = j.ratio / d.ratio  # per-round ratios: robust to load shared across a round
+    return [Row(P5J, "eager", e.median_us, None, "", None, "the same ops in a Python loop (baseline)"),
+            Row(P5J, "ta.function", d.median_us, d.ratio, "", None, "default backend"),
+            Row(P5J, "ta.function jit", j.median_us, j.ratio, f"<= {P5J_VS_DEFAULT}x default", vs <= P5J_VS_DEFAULT,
+                f"jit / default = {vs:.2f}x; {j.spread()}")]
+
+
+NAME = "P2j/P3j/P4j/P5j jit_compile=True (inductor)"
 
 
 def run(settings: Settings) -> list[Row]:
     ok, why = torch_compile_available()
     if not ok:
         return [Row(NAME, "ta.function jit", None, None, "", None, f"skipped: {why}")]
-    return run_p2j(settings) + run_p3j(settings) + run_p4j(settings)
+    return run_p2j(settings) + run_p3j(settings) + run_p4j(settings) + run_p5j(settings)
 
 
 if __name__ == "__main__":

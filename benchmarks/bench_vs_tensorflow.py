@@ -1,4 +1,4 @@
-"""Ours vs TensorFlow's tf.function on P2 (200-op chain) and P5 (1000-iteration tensor loop).
+"""Ours vs TensorFlow's tf.function on P2 (200-op chain) and P5 (1000-iteration tensor loop), also with jit_compile=True.
 
 TensorFlow cannot share a process with this venv's torch, so its figures come
 from `tf_workloads.py` run by the TF venv (`make bench-tf-setup` creates
@@ -40,11 +40,14 @@ def ours() -> dict[str, float]:
     a, b = torch.full((16,), 0.99), torch.full((16,), 0.01)
     f2, f2j = ta.function(chain), ta.function(chain, jit_compile=True)
     f5t, f5c = ta.function(loop_tensor), ta.function(loop_const)
+    f5tj, f5cj = ta.function(loop_tensor, jit_compile=True), ta.function(loop_const, jit_compile=True)
     return {
         "P2 chain": _median_us(lambda: f2(x), 2000),
         "P2 chain (jit_compile=True)": _median_us(lambda: f2j(x), 2000),
         "P5 loop (tensors)": _median_us(lambda: f5t(x, n, a, b), 20),
         "P5 loop (consts)": _median_us(lambda: f5c(x, n), 20),
+        "P5j loop (tensors, jit_compile=True)": _median_us(lambda: f5tj(x, n, a, b), 20),
+        "P5j loop (consts, jit_compile=True)": _median_us(lambda: f5cj(x, n), 20),
     }
 
 
@@ -60,7 +63,9 @@ def run(rounds: int = 3) -> list[Row]:
     version = tf_runs[0]["tf"]
     rows = []
     for ours_key, tf_key in (("P2 chain", "P2 chain"), ("P2 chain (jit_compile=True)", "P2 chain"),
-                             ("P5 loop (tensors)", "P5 loop (tensors)"), ("P5 loop (consts)", "P5 loop (consts)")):
+                             ("P5 loop (tensors)", "P5 loop (tensors)"), ("P5 loop (consts)", "P5 loop (consts)"),
+                             ("P5j loop (tensors, jit_compile=True)", "P5 loop (tensors)"),
+                             ("P5j loop (consts, jit_compile=True)", "P5 loop (consts)")):
         t = statistics.median(r[tf_key] for r in tf_runs)
         o = statistics.median(r[ours_key] for r in our_runs)
         rows.append(Row(f"vs TensorFlow {version}", f"TF tf.function: {tf_key}", t, None, "", None,

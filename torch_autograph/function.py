@@ -142,8 +142,9 @@ class ConcreteFunction:
     @property
     def jit_status(self) -> str | None:
         """jit_compile="auto" only (else None): "default" (counting calls on the default backend),
-        "compiling" (inductor, in a background thread), "compiled" (inductor code in use) or "failed"
-        (stays on the default backend; one warning per Function said why)."""
+        "compiling" (inductor, in a background thread), "compiled" (inductor code in use), "kept default"
+        (compiled, but timed slower than the default backend on a copy of the arguments: the default stays)
+        or "failed" (stays on the default backend; one warning per Function said why)."""
         return None if self._tier is None else self._tier.status
 
     def wait_for_compile(self, timeout: float | None = None) -> bool:
@@ -266,10 +267,24 @@ class Function:
 
     def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
                  reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-                 max_traces: int | None = None, _instance: Any = None) -> None:
+                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False,
+                 _instance: Any = None) -> None:
         if jit_compile not in (False, True, "auto"):
             raise ValueError(f"jit_compile must be False, True or 'auto', got {jit_compile!r}")
+        if cuda_graphs not in (False, True):
+            raise ValueError(f"cuda_graphs must be False or True, got {cuda_graphs!r}")
+        if cuda_graphs and jit_compile == "auto":
+            raise ValueError("cuda_graphs=True works with jit_compile=False or True, not 'auto': a tiered function "
+                             "swaps its code while it runs, which would throw the captured graphs away")
+        if freeze_captures not in (False, True):
+            raise ValueError(f"freeze_captures must be False or True, got {freeze_captures!r}")
+        if freeze_captures and not jit_compile:
+            raise ValueError("freeze_captures=True folds captured tensors into inductor's code: it needs "
+                             "jit_compile=True or 'auto'")
         self._jit_compile = jit_compile
+        self._freeze_captures = freeze_captures
+        self._cuda_graphs = cuda_graphs
+        self._cuda_graphs_warnings: Any = None  # backends.cuda_graphs.FallbackWarnings, made at the first trace
         self._jit_warned = False
         self._python_function = python_function
         self._autograph = autograph
@@ -330,6 +345,7 @@ class Function:
             bound = Function(self._python_function, input_signature=self._input_signature_for_bound(),
                              autograph=self._autograph, reduce_retracing=self._reduce_retracing, name=self._name,
                              max_traces=self._max_traces, jit_compile=self._jit_compile,
+                             cuda_graphs=self._cuda_graphs, freeze_captures=self._freeze_captures,
                              _instance=weakref.ref(instance))
             try:
                 self._bound[instance] = bound
@@ -570,9 +586,15 @@ class Function:
         if self._jit_compile and self._jit_compile != "auto":
             from .backends import inductor
 
-            fn = inductor.compile_graph(graph, return_tuple=return_tuple, grad=grad)
+            fn = inductor.compile_graph(graph, return_tuple=return_tuple, grad=grad, freeze=self._freeze_captures)
         else:
             fn = compile_graph(graph, return_tuple=return_tuple)
+        if self._cuda_graphs:  # capture the CUDA work once per input layout, replay it (backends/cuda_graphs.py)
+            from .backends import cuda_graphs
+
+            if self._cuda_graphs_warnings is None:
+                self._cuda_graphs_warnings = cuda_graphs.FallbackWarnings(self._name)
+            fn = cuda_graphs.wrap(graph, fn, grad=grad, warnings=self._cuda_graphs_warnings)
         cf = ConcreteFunction(graph=graph, fn=fn, signature=self._signature, arg_types=arg_types, result=result,
                               guards=guards, function_name=self._name, grad=grad)
         if self._jit_compile == "auto":  # tiered: default backend now, inductor in the background once hot
@@ -580,7 +602,7 @@ class Function:
 
             cf._tier = inductor.Tiered(graph, fn, return_tuple=return_tuple, grad=grad,
                                        threshold=_config.jit_threshold, install=cf._install,
-                                       on_fail=self._jit_fallback)
+                                       on_fail=self._jit_fallback, freeze=self._freeze_captures)
             cf._fn = cf._tier.entry()
         return cf
 
@@ -719,7 +741,7 @@ def _add_user_frames(e: BaseException) -> None:
 # ----------------------------------------------------------------------------------------
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-             max_traces: int | None = None) -> Any:
+             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False) -> Any:
     """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
 
     Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
@@ -737,15 +759,43 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         jit_compile: True compiles each traced graph with inductor (lowered to
             torch.fx, compiled once per ConcreteFunction, called directly:
             no dynamo guards per call; gradients through AOT autograd).
-            Raises `errors.GraphLoweringError` for a graph inductor cannot take;
-            "auto" is tiered: each ConcreteFunction runs on the default backend
-            first; at its `ta.config.set_jit_threshold` call (default 100) a
-            daemon thread compiles it with inductor and swaps the result in when
-            ready (no call waits; `ConcreteFunction.wait_for_compile(timeout)`
-            and `.jit_status` tell). A graph inductor cannot take stays on the
+            A graph with control flow fx cannot express (`while`, `assert`, a
+            `cond` updating state) runs it as Python around compiled
+            straight-line regions (backends/regions.py). Raises
+            `errors.GraphLoweringError` for a graph or region inductor cannot
+            compile; "auto" is tiered: each ConcreteFunction runs on the default
+            backend first; at its `ta.config.set_jit_threshold` call (default
+            100) a daemon thread compiles it with inductor, times both on a copy
+            of the arguments and swaps the compiled code in only when faster
+            (no call waits; `ConcreteFunction.wait_for_compile(timeout)` and
+            `.jit_status` tell). A graph inductor cannot take stays on the
             default backend, with one warning per Function.
+        freeze_captures: with jit_compile, a graph traced under no_grad has
+            its captured tensors (weights) folded into the compiled code as
+            constants, so inductor can pre-pack them for its GEMM kernels
+            (several times faster for small Linear stacks). Each call checks
+            the captures' version counters and data pointers: after an
+            in-place update, optimizer step, `load_state_dict` or `p.data = t`
+            the code is compiled again by reference. A write through
+            `p.data` (`p.data.mul_(2)`) is not seen; use `with
+            torch.no_grad(): p.mul_(2)` instead. Costs a packed copy of the
+            weights; results equal eager to rounding, not bitwise.
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
+        cuda_graphs: True captures each ConcreteFunction's CUDA work into a
+            `torch.cuda.CUDAGraph` once per input layout (shapes, strides,
+            dtypes, devices) and replays it: one launch per call instead of
+            one per op. Arguments are copied into static buffers; outputs
+            come back as new tensors (safe to keep); captured tensors are read
+            by reference (in-place updates are seen); random ops draw fresh
+            numbers at every replay. Composes with jit_compile=True (not
+            "auto"). Runs uncaptured, with one warning per Function, when the
+            graph has no CUDA work or when gradients are needed (an argument
+            or captured tensor requires grad under grad mode); a graph with a
+            GPU->CPU sync (`if`/`while` on a tensor, `.item()`), per-call
+            Python (`ta.print`, `ta.py_function`), data-dependent shapes or
+            CPU<->GPU copies raises `errors.GraphLoweringError` naming the
+            node and line. See `backends/cuda_graphs.py`.
 
     What differs from eager Python: Python side effects run once per trace;
     Python values (globals, closures, attributes, literal arguments) are
@@ -758,6 +808,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         if isinstance(f, Function):
             f = f.python_function
         return Function(f, input_signature=input_signature, autograph=autograph,
-                        reduce_retracing=reduce_retracing, jit_compile=jit_compile, name=name, max_traces=max_traces)
+                        reduce_retracing=reduce_retracing, jit_compile=jit_compile, name=name, max_traces=max_traces,
+                        cuda_graphs=cuda_graphs, freeze_captures=freeze_captures)
 
     return wrap if func is None else wrap(func)

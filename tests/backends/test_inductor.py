@@ -12,6 +12,7 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.errors import GraphLoweringError
+from torch_autograph.graph.graph import ValueKind
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="inductor on CPU needs a C++ compiler")
@@ -69,20 +70,151 @@ def test_captures_are_read_and_written_by_reference_at_every_call(jitted):
     assert jitted.experimental_get_tracing_count() == 1
 
 
-def _with_loop(x):
-    while x.sum() < 100:
-        x = x * 2
+W = torch.randn(4, 4) * 0.5
+
+
+def _loops(x, n, m):
+    steps = 0
+    rows = []
+    for i in range(n):  # a graph loop (n is a tensor) with a SCALAR counter, a list and a break
+        x = torch.tanh(x @ W) * 0.9 + torch.sin(x) - 0.1
+        for k in range(m):  # a nested graph loop
+            x = x * 0.5 + torch.cos(x) * 0.25 - x.mean()
+            steps += 1
+        rows.append(x.sum(0))
+        if x.sum() > 3.0:
+            break
+    while x.norm() > 0.5:  # a loop on a tensor condition, 1-op body: left on Python code
+        x = x * 0.6
+    assert x.norm() <= 0.5
+    return torch.stack(rows), x, steps
+
+
+@pytest.fixture(scope="module")
+def jitted_loops():
+    with pytest.MonkeyPatch.context() as mp:  # compiled regions also for calls recording autograd (AOT autograd)
+        from torch_autograph.backends import regions
+
+        mp.setattr(regions, "MIN_TRAINING_REGION_OPS", 1)
+        f = ta.function(_loops, jit_compile=True)
+        f.get_concrete_function(torch.randn(3, 4), torch.tensor(1), torch.tensor(1))  # split when traced
+    return f
+
+
+def _values_and_grads(f, x, *args):
+    x = x.detach().clone().requires_grad_()
+    rows, y, steps = f(x, *args)
+    (rows.sum() + (y * y).sum()).backward()
+    return rows.detach(), y.detach(), int(steps), x.grad
+
+
+def test_loops_lists_breaks_and_asserts_compile_in_regions_and_match_eager(jitted_loops):
+    x = torch.randn(3, 4)
+    for n, m in ((4, 2), (3, 1), (0, 2)):  # one trace: n and m are tensors
+        if n == 0:
+            with pytest.raises(Exception, match="stack expects a non-empty"):  # as eager: no rows to stack
+                jitted_loops(x, torch.tensor(n), torch.tensor(m))
+            continue
+        got = _values_and_grads(jitted_loops, x, torch.tensor(n), torch.tensor(m))
+        torch.testing.assert_close(got, _values_and_grads(_loops, x, n, m))
+    with torch.no_grad():  # inference variants of the same regions
+        got = jitted_loops(x, torch.tensor(4), torch.tensor(2))
+    torch.testing.assert_close((got[0], got[1], int(got[2])), _values_and_grads(_loops, x, 4, 2)[:3])
+    assert jitted_loops.experimental_get_tracing_count() == 2  # the no_grad trace
+    source = jitted_loops.concrete_functions[0].graph.python_source
+    assert source.count("compiled with inductor:") == 2  # the two loop bodies; the rest is Python
+    assert "while True:" in source and "_check" in source
+    with pytest.raises(ta.errors.InvalidArgumentError, match="assertion failed"):
+        jitted_loops(torch.full((3, 4), float("nan")), torch.tensor(1), torch.tensor(1))
+
+
+def test_split_graph_is_valid_and_keeps_small_runs_as_python():
+    from torch_autograph.backends import regions
+
+    graph = ta.function(_loops).get_concrete_function(torch.randn(3, 4), torch.tensor(2), torch.tensor(2)).graph
+    made = []
+    split = regions.split(graph, lambda g, grad: made.append(g) or (lambda *a: None))
+    split.verify()
+    assert [len(g.nodes) for g in made] == [6, 6]
+    assert [[v.name for v in g.outputs] for g in made] == [[made[0].nodes[-1].outputs[0].name],
+                                                           [made[1].nodes[-1].outputs[0].name]]
+    assert all(v.kind is ValueKind.TENSOR for g in made for v in g.inputs)
+    assert [c for _, c in made[0].captures] == [W]  # a capture stays a capture of its region
+
+
+HITS = ta.Variable(0.0, trainable=False)
+
+
+def _stateful_cond(x):
+    h = torch.tanh(LIN(x)) * 2.0 - 0.5
+    if h.sum() > 0:  # a state update in a branch: no torch.cond, a Python `if`
+        HITS.assign_add(1.0)
+        y = torch.sigmoid(h) * h + 1.0 - torch.cos(h)
+    else:
+        y = h - 1.0
+    assert y.abs().max() < 100.0, "y is too large"
+    return (y * y).sum() + x.sum(), y
+
+
+def test_a_cond_with_state_runs_as_python_if_with_gradients_and_updates():
+    f = ta.function(_stateful_cond, jit_compile=True)
+    for x in (torch.randn(5, 4) + 3.0, torch.randn(5, 4) - 3.0):
+        hits = HITS.numpy().item()
+        want_taken = bool(torch.tanh(LIN(x)).mul(2.0).sub(0.5).sum() > 0)
+        xg = x.clone().requires_grad_()
+        LIN.zero_grad()
+        loss, y = f(xg)
+        loss.backward()
+        got = (loss.detach(), y.detach(), xg.grad, LIN.weight.grad.clone())
+        assert HITS.numpy().item() == hits + want_taken
+        HITS.assign(hits)
+        xg = x.clone().requires_grad_()
+        LIN.zero_grad()
+        loss, y = _stateful_cond(xg)
+        loss.backward()
+        torch.testing.assert_close(got, (loss.detach(), y.detach(), xg.grad, LIN.weight.grad.clone()))
+        HITS.assign(hits + want_taken)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def _train_steps(model, opt, x, y, n):
+    loss = torch.zeros(())
+    for _ in range(n):  # a training loop inside the graph: autograd runs in Python between regions
+        with ta.GradientTape() as tape:
+            loss = ((torch.tanh(model(x)) * 2.0 - y) ** 2).mean()
+        params = list(model.parameters())
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+    return loss
+
+
+def test_a_self_differentiating_graph_with_a_loop_matches_the_default_backend():
+    torch.manual_seed(1)
+    models = [torch.nn.Linear(4, 2) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    x, y = torch.randn(8, 4), torch.randn(8, 2)
+    opts = [ta.optimizers.SGD(0.1) for _ in models]
+    fs = [ta.function(lambda x, y, n, m=m, o=o: _train_steps(m, o, x, y, n), jit_compile=jit)
+          for m, o, jit in zip(models, opts, (False, True))]
+    for n in (3, 2):
+        torch.testing.assert_close(fs[1](x, y, torch.tensor(n)), fs[0](x, y, torch.tensor(n)))
+        torch.testing.assert_close(list(models[1].parameters()), list(models[0].parameters()))
+    assert "compiled with inductor:" in fs[1].concrete_functions[0].graph.python_source
+
+
+def _unique_in_loop(x, n):
+    for _ in range(n):
+        x = torch.unique(torch.sin(x * 2.0) + 1.0).mean() + torch.cos(x) * 0.5
     return x
 
 
-def test_a_graph_inductor_cannot_take_is_a_clear_error():
-    f = ta.function(_with_loop, jit_compile=True)
-    line = _with_loop.__code__.co_firstlineno + 1
+def test_a_region_inductor_cannot_compile_is_a_clear_error():
+    f = ta.function(_unique_in_loop, jit_compile=True)
+    line = _unique_in_loop.__code__.co_firstlineno + 2
     with pytest.raises(GraphLoweringError) as e:
-        f(torch.ones(3))
+        f(torch.ones(3), torch.tensor(2))
     msg = str(e.value)
-    assert "cannot lower node" in msg and "`while` loop" in msg
-    assert f'test_inductor.py", line {line}' in msg
+    assert "inductor could not compile the region %mul .. %add_1 of graph _unique_in_loop" in msg
+    assert f'test_inductor.py", line {line}' in msg and "DynamicOutputShapeException" in msg
 
 
 @pytest.fixture
@@ -93,9 +225,18 @@ def jit_threshold():
     ta.config.set_jit_threshold(old)
 
 
+def _counting_loop(x):
+    while x.sum() < 100:
+        HITS.assign_add(1.0)  # a side effect: "auto" cannot run it on a copy of the arguments
+        x = x * 2
+    return x
+
+
 def test_auto_falls_back_with_one_warning(jit_threshold):
     jit_threshold(1)  # every trace starts its background compile at its first call
-    f = ta.function(_with_loop, jit_compile="auto")
+    f = ta.function(_counting_loop, jit_compile="auto")
+    line = _counting_loop.__code__.co_firstlineno + 2
+    hits = HITS.numpy().item()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for x in (torch.ones(3), torch.ones(2), torch.full((5,), 0.5)):  # three traces, one warning
@@ -103,11 +244,49 @@ def test_auto_falls_back_with_one_warning(jit_threshold):
         assert not any(cf.wait_for_compile(30) for cf in f.concrete_functions)
     msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(msgs) == 1, msgs
-    assert "ta.function _with_loop: jit_compile='auto' falls back to the default backend" in msgs[0]
-    assert "`while` loop" in msgs[0]
+    assert "ta.function _counting_loop: jit_compile='auto' falls back to the default backend" in msgs[0]
+    assert "side effect %assign_add" in msgs[0] and f"test_inductor.py:{line}" in msgs[0]
     assert [cf.jit_status for cf in f.concrete_functions] == ["failed"] * 3
     torch.testing.assert_close(f(torch.ones(3)), _with_loop(torch.ones(3)))  # still runs, on the default backend
     assert f.experimental_get_tracing_count() == 3
+    iterations = [int(torch.log2(100 / x.sum()).ceil()) for x in (torch.ones(3), torch.ones(2), torch.full((5,), 0.5))]
+    assert HITS.numpy().item() == hits + sum(iterations) + iterations[0]  # once per iteration of a call, no more
+    HITS.assign(hits)
+
+
+def _with_loop(x):
+    while x.sum() < 100:
+        x = x * 2
+    return x
+
+
+def test_auto_keeps_the_default_backend_when_it_is_faster(jit_threshold):
+    jit_threshold(1)
+    f = ta.function(lambda x: x + 1.0, jit_compile="auto")  # one op: inductor's call costs more
+    x = torch.randn(8)
+    before = f(x)
+    cf = f.concrete_functions[0]
+    assert not cf.wait_for_compile(120)
+    assert cf.jit_status == "kept default" and cf._fn is cf._default_fn
+    default_s, compiled_s = cf._tier.timings
+    assert default_s < compiled_s
+    torch.testing.assert_close(f(x), before)
+
+
+def test_auto_splits_control_flow_and_installs_the_compiled_regions_only_when_faster(jit_threshold):
+    jit_threshold(2)
+    f = ta.function(_loops, jit_compile="auto")
+    x, n, m = torch.randn(3, 4), torch.tensor(6), torch.tensor(4)
+    want = _values_and_grads(_loops, x, 6, 4)
+    torch.testing.assert_close(_values_and_grads(f, x, n, m), want)
+    torch.testing.assert_close(_values_and_grads(f, x, n, m), want)  # starts the compile
+    cf = f.concrete_functions[0]
+    cf.wait_for_compile(240)
+    default_s, compiled_s = cf._tier.timings  # timed, not compiled only: no side effects in the graph
+    assert cf.jit_status == ("compiled" if compiled_s < default_s else "kept default")
+    assert (cf._fn is cf._default_fn) == (cf.jit_status == "kept default")
+    torch.testing.assert_close(_values_and_grads(f, x, n, m), want)
+    assert f.experimental_get_tracing_count() == 1
 
 
 def test_auto_is_tiered_same_values_and_gradients_before_and_after_the_swap(jit_threshold):
@@ -154,3 +333,40 @@ def test_jit_threshold_must_be_positive():
 def test_jit_compile_rejects_other_values():
     with pytest.raises(ValueError, match="jit_compile must be False, True or 'auto'"):
         ta.function(_loss, jit_compile="yes")
+
+
+def test_freeze_captures_needs_jit_compile_and_a_bool():
+    with pytest.raises(ValueError, match="freeze_captures=True .* needs jit_compile=True or 'auto'"):
+        ta.function(_loss, freeze_captures=True)
+    with pytest.raises(ValueError, match="freeze_captures must be False or True, got 'yes'"):
+        ta.function(_loss, jit_compile=True, freeze_captures="yes")
+
+
+def test_frozen_captures_are_compiled_again_by_reference_after_an_update():
+    torch.manual_seed(1)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 8)
+    f = ta.function(lambda x: mlp(x), jit_compile=True, freeze_captures=True)
+    with torch.no_grad():
+        # Another GEMM kernel than eager's: equal to rounding, not bitwise.
+        torch.testing.assert_close(f(x), mlp(x))
+        runner_calls = f(x), f(x)  # the frozen code, repeated
+        torch.testing.assert_close(runner_calls[0], runner_calls[1], rtol=0, atol=0)
+        mlp[0].weight.mul_(2.0)  # in place: the version counter moves, so the frozen code is thrown away
+        torch.testing.assert_close(f(x), mlp(x))
+        mlp[2].bias.data = torch.full((2,), 5.0)  # a new storage: the data pointer moves
+        torch.testing.assert_close(f(x), mlp(x))
+    # Optimizer steps on the same weights (by reference now) are seen too.
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.5)
+    mlp(x).square().sum().backward()
+    opt.step()
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), mlp(x))
+    # Under grad mode nothing is frozen: values and gradients as eager.
+    xg = x.clone().requires_grad_()
+    out = f(xg)
+    out.sum().backward()
+    xe = x.clone().requires_grad_()
+    mlp(xe).sum().backward()
+    torch.testing.assert_close(out, mlp(x))
+    torch.testing.assert_close(xg.grad, xe.grad)

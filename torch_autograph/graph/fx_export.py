@@ -15,7 +15,9 @@ reference: an in-place update of a capture is seen by the next call. A
 
 Nodes run in program order; a node recorded under an explicit grad mode is
 wrapped in `torch._C._set_grad_enabled` calls. `while` loops and run-time
-checks cannot be lowered: `GraphLoweringError` names the node and its line.
+checks cannot be lowered: `GraphLoweringError` names the node and its line
+(`jit_compile=True` then splits the graph at its control flow and lowers
+the straight-line regions between, see backends/regions.py).
 """
 
 from __future__ import annotations

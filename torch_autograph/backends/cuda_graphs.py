@@ -1,0 +1,699 @@
+"""`cuda_graphs=True`: capture a concrete function's CUDA work once per input layout, then replay it.
+
+    f = ta.function(step, cuda_graphs=True)                    # on the default backend
+    f = ta.function(step, cuda_graphs=True, jit_compile=True)  # on inductor's code
+
+`wrap` puts a `GraphedFunction` around the callable a backend made for one
+ConcreteFunction. A concrete function whose shapes hold None dims sees several
+sizes, so captures are kept per input layout (shapes, strides, dtypes, devices;
+at most `MAX_LAYOUTS`, least recently used dropped). The first call with a new
+layout:
+
+1. copies the arguments into static input buffers (same strides where the
+   argument is dense), runs the function once for real on a side stream (the
+   warm-up: lazy initialisation, cuBLAS workspaces, inductor's compile and
+   autotuning happen outside the capture) and returns that run's results;
+2. captures the function into a `torch.cuda.CUDAGraph` (its own memory pool)
+   on the same side stream, with `torch.cuda.graph`.
+
+Every later call with that layout copies the arguments into the static
+buffers, replays the graph, copies back the arguments the function mutates
+in place (found by their version counters during the warm-up) and returns
+clones of the static outputs: outputs are safe to keep, the next replay
+cannot overwrite them. An output that is an argument or a captured tensor
+comes back as a copy, not as that tensor.
+
+Captured tensors (parameters, buffers, Variables) are read by reference: the
+graph reads their memory, so an optimizer's in-place update is seen by the next
+replay. Rebinding a module attribute to a new tensor does not retrace (like any
+Python attribute, the trace froze which tensor it reads) and the graph keeps
+reading the old one, exactly as the default backend does. Swapping a captured
+tensor's storage (`p.data = ...`, `module.half()`) is noticed: each replay
+compares the captures' data pointers (and the versions of CPU captures, whose
+values a capture reads once) with those its graph was captured with, and
+captures again when they differ.
+
+A capture costs milliseconds and synchronises the device (`torch.cuda.graph`
+does): once per layout. Each captured layout holds its static buffers and a
+private memory pool of intermediates.
+
+Random ops: capture registers the default CUDA generator (and any generator
+passed as `generator=`), so every replay draws fresh numbers and advances the
+generator's offset, like eager; `torch.manual_seed` makes replays reproducible.
+
+What runs without a graph, with one RuntimeWarning per Function:
+- a graph with no CUDA work (inputs and captures on the CPU): nothing to
+  capture, the backend's code runs as is;
+- gradients needed by the caller (grad mode on and an argument or captured
+  tensor requires grad): a replay records no autograd history, so the call
+  runs uncaptured. Call under `torch.no_grad()` for inference. A graph that
+  computes its own gradients (a `ta.GradientTape` training step) is captured;
+  its outputs come back without autograd history, as with jit_compile=True.
+
+What raises `GraphLoweringError` naming the node and the user's line (found by
+inspecting the graph before any capture, see `find_obstacles`): a GPU->CPU
+sync (`if`/`while`/`assert` on a tensor, `.item()`, `int(t)`), Python run at
+every call (`ta.print`, `ta.py_function`, staged `optimizer.step()`),
+`.backward()` (accumulates into `.grad`), ops whose output size depends on
+data (`nonzero`, `x[mask]`, `unique`), copies between the CPU and the GPU, and
+CPU random or in-place ops in a graph that runs on the GPU. A failure of the
+capture itself (an op torch cannot capture) raises `GraphLoweringError` too.
+
+Calls are serialised per ConcreteFunction (a lock around copy-in, replay and
+copy-out); calls from threads using different CUDA streams at once are not
+supported. Calling the function inside a capture of your own runs it uncaptured
+(its kernels join your graph).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+import threading
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+import torch
+
+from ..errors import GraphLoweringError
+from ..graph.control_flow import CheckOp, CondOp, WhileOp
+from ..graph.graph import Graph, Node, OpKind, Value, ValueKind
+from . import torch_codegen
+from .inductor import _computes_gradients
+
+MAX_LAYOUTS = 8  # captured layouts kept per ConcreteFunction; each holds a memory pool of intermediates
+_CAPTURE_LOCK = threading.RLock()  # torch allows one capture at a time per process
+_Tensor = torch.Tensor
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ----- what a capture cannot hold (graph inspection) --------------------------------------------
+@dataclass(frozen=True)
+class Obstacle:
+    """A node (or an argument) that a CUDA graph cannot capture faithfully: why, and the fix."""
+
+    node: Node | None
+    value: Value | None
+    why: str
+    fix: str
+
+    def message(self, graph_name: str, also: str = "") -> str:
+        loc = self.node.origin if self.node is not None else None
+        if self.node is not None:
+            what = _node_words(self.node)
+        else:
+            what = f"argument %{self.value.name}"
+        where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
+        code = f"\n    {loc.line}" if loc and loc.line else ""
+        return (f"cuda_graphs=True cannot capture graph {graph_name}: {what}{where}: {self.why}.{code}\n{also}"
+                f"Fix: {self.fix}; or pass cuda_graphs=False.")
+
+
+_SYNC = "a GPU->CPU sync, which stops a capture"
+_HOST_READS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"})
+_DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount"})
+_COPIES = frozenset({"to", "cuda", "cpu", "copy_", "type_as", "as_tensor", "asarray", "tensor", "new_tensor"})
+_FROM_PYTHON_DATA = frozenset({"tensor", "as_tensor", "asarray", "new_tensor"})
+_ACCUMULATES_GRAD = (torch.Tensor.backward, torch.autograd.backward)
+
+
+def find_obstacles(graph: Graph, arg_devices: Sequence[torch.device | None] | None = None) -> list[Obstacle]:
+    """Everything in `graph` that a CUDA graph capture cannot hold, in program order.
+
+    Args:
+        graph: a finished graph that runs on a CUDA device.
+        arg_devices: the devices of the actual arguments (one per `graph.inputs`), when known;
+            else the placeholders' traced devices are used.
+    """
+    found: list[Obstacle] = []
+    devices = list(arg_devices) if arg_devices is not None else [v.device for v in graph.inputs]
+    for v, d in zip(graph.inputs, devices):
+        if v.kind is ValueKind.TENSOR and _is_cpu(d):
+            found.append(Obstacle(None, v, "it is a CPU tensor while the graph runs on the GPU, so a replay "
+                                  "would reuse the value read at capture",
+                                  "pass it as a CUDA tensor (move it with .cuda() before the call)"))
+    cpu_inputs = {id(v) for v, d in zip(graph.inputs, devices) if _is_cpu(d)}
+    for node in _walk(graph.nodes):
+        why_fix = _node_obstacle(node, cpu_inputs)
+        if why_fix is not None:
+            found.append(Obstacle(node, None, *why_fix))
+    return found
+
+
+def _node_obstacle(node: Node, cpu_inputs: set[int]) -> tuple[str, str] | None:
+    """(why, fix) when `node` cannot be captured, else None."""
+    op, target = node.op, node.op.target
+    ins = [v for v in node.input_values() if v.kind is ValueKind.TENSOR]
+    outs = [v for v in node.outputs if v.kind is ValueKind.TENSOR]
+    if op.kind is OpKind.CONTROL:
+        return _control_obstacle(node)
+    name = target if isinstance(target, str) else getattr(target, "__name__", op.name)
+    if target in (int, float, bool) and ins or name in _HOST_READS and op.kind is OpKind.METHOD:
+        return (f"it reads the value of tensor %{ins[0].name if ins else '?'} on the host ({_SYNC}; a replay "
+                f"would reuse the value read at capture)",
+                "keep the value a tensor (tensor arithmetic and torch.where instead of Python numbers and branches)")
+    host = _host_callable(node)
+    if host is not None:
+        return host
+    if target in _ACCUMULATES_GRAD:
+        return ("it accumulates gradients into .grad attributes, which a replay cannot re-bind (after "
+                "zero_grad(set_to_none=True) the graph would write into the old tensors)",
+                "compute gradients inside the function with ta.GradientTape or torch.autograd.grad")
+    data_dependent = _data_dependent(node, name)
+    if data_dependent is not None:
+        return data_dependent
+    cuda_in = any(_is_cuda(_dev(v, cpu_inputs)) for v in ins)
+    cuda_out = any(_is_cuda(v.device) for v in outs)
+    cpu_in = [v for v in ins if _is_cpu(_dev(v, cpu_inputs))]
+    if cuda_in and any(_is_cpu(v.device) for v in outs):
+        return ("it copies a GPU tensor to the CPU (a GPU->CPU sync, which stops a capture)",
+                "keep the computation on the GPU, and move results to the CPU after the call")
+    if cuda_out and any(v.shape != () or name in _COPIES for v in cpu_in):
+        return (f"it copies the CPU tensor %{cpu_in[0].name} to the GPU (host-to-device copies cannot be captured)",
+                "create that tensor on the GPU (device=x.device), or move it to the GPU before the call")
+    if cuda_out and name in _FROM_PYTHON_DATA and not cuda_in:
+        return ("it builds a CUDA tensor from Python data (a host-to-device copy, which cannot be captured)",
+                "create the tensor once outside the function (it is then captured by reference), or use "
+                "torch.full / torch.zeros with device=")
+    on_cpu = any(_is_cpu(v.device) for v in outs) or (ins and _is_cpu(_dev(ins[0], cpu_inputs)))
+    if op.stateful and on_cpu:
+        return (f"it runs on the CPU ({op.name}: a random or in-place op), which a replay of the CUDA graph does "
+                f"not repeat (it would happen once, at capture)",
+                "run it on the GPU (e.g. device=x.device for random tensors)")
+    return None
+
+
+def _control_obstacle(node: Node) -> tuple[str, str] | None:
+    t = node.op.target
+    if isinstance(t, CondOp) and _is_tensor(node.args[0]):
+        return (f"it reads its tensor predicate %{node.args[0].name} on the host to choose a branch ({_SYNC}; a "
+                f"replay could not choose again)",
+                "compute both sides and select with torch.where(pred, a, b)")
+    if isinstance(t, WhileOp):
+        test = node.subgraphs[0].outputs[0]
+        if _is_tensor(test) or _is_tensor(t.maximum_iterations):
+            return (f"its condition is a tensor, read on the host at every iteration ({_SYNC}; a replay could not "
+                    f"change the number of iterations)",
+                    "loop a fixed number of times (a Python range), or run the loop outside the function")
+    if isinstance(t, CheckOp) and _is_tensor(node.args[0]):
+        return (f"a run-time check (assert) reads the tensor %{node.args[0].name} on the host ({_SYNC})",
+                "check the condition outside the function")
+    return None
+
+
+def _host_callable(node: Node) -> tuple[str, str] | None:
+    """Python that must run at every call: ta.print, ta.py_function (and staged optimizer calls)."""
+    t = node.op.target
+    if node.op.kind is not OpKind.FUNCTION:
+        return None
+    module = getattr(t, "__module__", None) or type(t).__module__
+    if module == "torch_autograph.ops" and getattr(t, "__name__", "") == "_print_now":
+        return ("ta.print runs Python at every call (and reads tensor values on the host), which a replay does not",
+                "print outside the function")
+    if type(t).__module__ == "torch_autograph.staged_calls":
+        return (f"{node.op.name} runs Python (ta.py_function) at every call; a replay runs only the recorded GPU "
+                f"work, so it would run once, at capture",
+                "call it outside the function (for optimizers: use a ta.optimizers optimizer, whose update is "
+                "tensor ops)")
+    if module is None or module.split(".")[0] in ("torch", "torch_autograph", "builtins", "operator", "math"):
+        return None
+    if any(v.kind is ValueKind.TENSOR for v in node.input_values()):
+        return (f"it calls the Python function {node.op.name} on tensors at every call; a replay runs only the "
+                f"recorded GPU work", "call it outside the function")
+    return None
+
+
+def _data_dependent(node: Node, name: str) -> tuple[str, str] | None:
+    why = f"its output size depends on tensor data, which torch reads on the host ({_SYNC})"
+    fix = "use a fixed-size form (torch.where(mask, x, 0) instead of x[mask]; torch.nonzero_static)"
+    args, kwargs = node.args, node.kwargs
+    if name in _DATA_DEPENDENT or (name == "where" and len(args) == 1 and not kwargs):
+        return why, fix
+    if name == "repeat_interleave" and "output_size" not in kwargs:
+        repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+        if _is_tensor(repeats):
+            return why, "pass output_size= to repeat_interleave"
+    if node.op.kind is OpKind.OPERATOR and node.op.target in (operator.getitem, operator.setitem):
+        return _index_obstacle(args[0], args[1], why, fix)
+    if name in ("index_put_", "index_put") and len(args) > 1:
+        return _index_obstacle(args[0], tuple(args[1]) if isinstance(args[1], (list, tuple)) else args[1], why, fix)
+    return None
+
+
+def _index_obstacle(base: Any, index: Any, why: str, fix: str) -> tuple[str, str] | None:
+    items = index if isinstance(index, tuple) else (index,)
+    for i in items:
+        if _is_tensor(i) and i.dtype in (torch.bool, torch.uint8):
+            return why, fix
+        if isinstance(i, slice) and any(_is_tensor(b) for b in (i.start, i.stop, i.step)):
+            return (f"a slice bound is a tensor, read on the host ({_SYNC})",
+                    "use Python numbers as slice bounds, or torch.narrow / index_select with a tensor index")
+        on_gpu = isinstance(base, Value) and _is_cuda(base.device)
+        if on_gpu and (isinstance(i, list) or (_is_tensor(i) and _is_cpu(i.device))):
+            return ("it indexes a CUDA tensor with a Python list or a CPU tensor, which torch first copies to the "
+                    "GPU (host-to-device copies cannot be captured)",
+                    "make the index a CUDA tensor created outside the function (captured by reference)")
+    return None
+
+
+def _walk(nodes: list[Node]) -> Iterator[Node]:
+    for n in nodes:
+        yield n
+        for sub in n.subgraphs:
+            yield from _walk(sub.nodes)
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Value) and x.kind is ValueKind.TENSOR
+
+
+def _is_cuda(d: torch.device | None) -> bool:
+    return d is not None and d.type == "cuda"
+
+
+def _is_cpu(d: torch.device | None) -> bool:
+    return d is not None and d.type == "cpu"
+
+
+def _dev(v: Value, cpu_inputs: set[int]) -> torch.device | None:
+    return torch.device("cpu") if id(v) in cpu_inputs else v.device
+
+
+def graph_devices(graph: Graph) -> set[str]:
+    """The device types of every tensor value in `graph` ("unknown" for an input with no traced device)."""
+    out = {"unknown" if v.device is None else v.device.type for v in graph.inputs if v.kind is ValueKind.TENSOR}
+    out |= {t.device.type for t in graph.capture_tensors}
+    for node in _walk(graph.nodes):
+        out |= {v.device.type for v in node.outputs if v.kind is ValueKind.TENSOR and v.device is not None}
+    return out
+
+
+# ----- the capture seam -----------------------------------------------------------------------
+class Capturer(Protocol):
+    """Runs the warm-up and the capture. `CudaCapturer` is the real one; a test passes a stand-in to
+    exercise the bookkeeping of `GraphedFunction` without a GPU.
+
+    `device_type` is the device whose work is captured; tensors elsewhere are on the host.
+    """
+
+    device_type: str
+
+    def is_capturing(self) -> bool: ...
+
+    def warm_up(self, fn: Callable[..., Any], args: list[Any], device: torch.device) -> Any:
+        """Run `fn(*args)` for real, where a later capture will not trip over lazy initialisation."""
+        ...
+
+    def capture(self, fn: Callable[..., Any], args: list[Any], device: torch.device,
+                generators: list[torch.Generator]) -> tuple[Callable[[], None], Any]:
+        """Capture `fn(*args)`: (replay, the static outputs that each replay overwrites)."""
+        ...
+
+    def release(self) -> None:
+        """Called before captured graphs are dropped: wait until none can still be replaying."""
+        ...
+
+
+class CudaCapturer:
+    """`torch.cuda.graph` capture; warm-up and capture on one side stream per device."""
+
+    device_type = "cuda"
+
+    def __init__(self) -> None:
+        self._streams: dict[torch.device, torch.cuda.Stream] = {}
+
+    def is_capturing(self) -> bool:
+        return torch.cuda.is_initialized() and torch.cuda.is_current_stream_capturing()
+
+    def _stream(self, device: torch.device) -> torch.cuda.Stream:
+        s = self._streams.get(device)
+        if s is None:
+            s = self._streams[device] = torch.cuda.Stream(device=device)
+        return s
+
+    def warm_up(self, fn: Callable[..., Any], args: list[Any], device: torch.device) -> Any:
+        current = torch.cuda.current_stream(device)
+        side = self._stream(device)
+        side.wait_stream(current)  # the copies into the static buffers come first
+        with torch.cuda.device(device), torch.cuda.stream(side):
+            out = fn(*args)
+        current.wait_stream(side)
+        for t in _flat_tensors(out):
+            if t.is_cuda:
+                t.record_stream(current)  # allocated on the side stream, read (cloned) on the caller's
+        return out
+
+    def capture(self, fn: Callable[..., Any], args: list[Any], device: torch.device,
+                generators: list[torch.Generator]) -> tuple[Callable[[], None], Any]:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.device(device):
+            for g in generators:
+                graph.register_generator_state(g)
+            # The warm-up's stream: cuBLAS handles and workspaces made there are reused, not created mid-capture.
+            with torch.cuda.graph(graph, stream=self._stream(device)):
+                out = fn(*args)
+        return graph.replay, out
+
+    def release(self) -> None:
+        torch.cuda.synchronize()
+
+
+# ----- per-layout capture and replay ---------------------------------------------------------------
+class FallbackWarnings:
+    """The warnings of one Function: each kind ("cpu", "grad", "recapture") is given once."""
+
+    def __init__(self, function_name: str) -> None:
+        self.function_name = function_name
+        self._given: set[str] = set()
+        self._lock = threading.Lock()
+
+    def warn(self, kind: str, text: str) -> None:
+        with self._lock:
+            if kind in self._given:
+                return
+            self._given.add(kind)
+        warnings.warn(f"ta.function {self.function_name}: {text}", RuntimeWarning, stacklevel=_user_stacklevel())
+
+
+@dataclass
+class _Layout:
+    """One captured graph: its static arguments and outputs."""
+
+    static: list[Any]  # the arguments the graph reads: tensors are buffers owned here
+    tensors: list[int]  # positions of the tensor arguments (copied in at every call)
+    mutated: list[int]  # positions of the arguments the function updates in place (copied back)
+    replay: Callable[[], None]
+    outputs: Any  # the static outputs (detached), overwritten by every replay
+    captured: list[tuple]  # the captured tensors' storage (and CPU values) the graph was captured with
+
+    def run(self, args: tuple) -> Any:
+        static = self.static
+        with torch.no_grad():  # the static buffers of a self-differentiating graph are leaves requiring grad
+            for i in self.tensors:
+                static[i].copy_(args[i])
+        self.replay()
+        if self.mutated:
+            with torch.no_grad():
+                for i in self.mutated:
+                    args[i].copy_(static[i])
+        return _copies(self.outputs)
+
+
+_HOST_LAYOUT = None  # a layout with no work on the capture device: runs uncaptured
+
+
+class GraphedFunction:
+    """Captures `fn` (one ConcreteFunction's backend code) per input layout and replays it.
+
+    Args:
+        graph: the graph `fn` runs (for inspection, captures and messages).
+        fn: the backend's callable, taking the graph inputs positionally.
+        grad: the grad mode the graph was traced under.
+        warnings: the Function's warnings (each kind given once per Function).
+        capturer: `CudaCapturer()` unless a test passes a stand-in.
+    """
+
+    def __init__(self, graph: Graph, fn: Callable[..., Any], *, grad: bool, warnings: FallbackWarnings,
+                 capturer: Capturer | None = None) -> None:
+        self.graph = graph
+        self.fn = fn
+        self.warnings = warnings
+        self.capturer = capturer if capturer is not None else CudaCapturer()
+        # A graph running its own autograd (a GradientTape step) is captured whole; any other graph traced
+        # with grad enabled runs uncaptured when an argument or a capture requires grad.
+        self.check_grad = grad and not _computes_gradients(graph)
+        self.layouts: OrderedDict[tuple, _Layout | None] = OrderedDict()
+        self.captures_made = 0  # captures done so far (tests and benchmarks read it)
+        self._generators: list[torch.Generator] | None = None
+        self._storage_changes = 0
+        self._lock = threading.RLock()
+
+    # ----- the call path ---------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        if self.check_grad and torch.is_grad_enabled():
+            why = self._grad_needed(args)
+            if why is not None:
+                self.warnings.warn("grad", f"cuda_graphs=True runs without a CUDA graph while gradients are "
+                                           f"needed ({why}): a replay records no autograd history. Call it "
+                                           f"under torch.no_grad() for inference; a training step that computes "
+                                           f"its gradients inside the function (ta.GradientTape) is captured.")
+                return self._uncaptured(args)
+        if self.capturer.is_capturing():
+            return self._uncaptured(args)  # inside the caller's own capture: our kernels join it
+        key = _layout_key(args)
+        with self._lock:
+            layout = self.layouts.get(key, _MISSING)
+            if layout is not _HOST_LAYOUT:
+                if layout is _MISSING:
+                    return self._first_call(key, args)
+                if self.graph.captures and self._capture_state() != layout.captured:
+                    self._storage_changed()
+                    return self._first_call(key, args)
+                self.layouts.move_to_end(key)
+                return layout.run(args)
+        return self._uncaptured(args)
+
+    def _uncaptured(self, args: tuple) -> Any:
+        try:
+            return self.fn(*args)
+        except Exception as e:
+            _note_error(e, self.fn)
+            raise
+
+    def _grad_needed(self, args: tuple) -> str | None:
+        for v, a in zip(self.graph.inputs, args):
+            if isinstance(a, _Tensor) and a.requires_grad:
+                return f"argument %{v.name} requires grad"
+        for v, t in self.graph.captures:
+            if t.requires_grad:
+                return f"captured tensor %{v.name} requires grad"
+        return None
+
+    # ----- a new layout: warm up, capture ------------------------------------------------------
+    def _first_call(self, key: tuple, args: tuple) -> Any:
+        device = self._admit(args)
+        if device is None:
+            self._remember(key, _HOST_LAYOUT)
+            self.warnings.warn("cpu", _nothing_to_capture(self.capturer.device_type))
+            return self._uncaptured(args)
+        if self._generators is None:
+            self._generators = _generators(self.graph, self.capturer.device_type)
+        # Dense arguments keep their strides (inductor's code asserts them); requires_grad is kept for a
+        # graph that differentiates its inputs itself. Not inference tensors: the same ConcreteFunction
+        # serves torch.no_grad() calls, which could not copy into them.
+        with torch.inference_mode(False):
+            static = [torch.empty_like(a).requires_grad_(a.requires_grad) if isinstance(a, _Tensor) else a
+                      for a in args]
+        tensors = [i for i, a in enumerate(args) if isinstance(a, _Tensor)]
+        with torch.no_grad():
+            for i in tensors:
+                static[i].copy_(args[i])
+        versions = [static[i]._version for i in tensors]
+        with _CAPTURE_LOCK:
+            try:
+                out = self.capturer.warm_up(self.fn, static, device)
+            except Exception as e:
+                _note_error(e, self.fn)
+                raise
+            mutated = [i for i, v in zip(tensors, versions) if static[i]._version != v]
+            with torch.no_grad():
+                for i in mutated:
+                    args[i].copy_(static[i])
+            result = _copies(out)  # this call's result: the warm-up ran it for real
+            del out
+            try:
+                replay, outputs = self.capturer.capture(self.fn, static, device, self._generators)
+            except Exception as e:
+                raise self._capture_error(e, args) from e
+        self.captures_made += 1
+        state = self._capture_state()
+        if any(l is not _HOST_LAYOUT and l.captured != state for l in self.layouts.values()):
+            self._storage_changed()  # the warm-up gave a captured tensor new storage (a Variable changing shape)
+        self._remember(key, _Layout(static, tensors, mutated, replay, _detached(outputs), state))
+        return result
+
+    def _remember(self, key: tuple, layout: _Layout | None) -> None:
+        self.layouts[key] = layout
+        if len(self.layouts) > MAX_LAYOUTS:
+            self.capturer.release()  # the evicted graph may still be replaying
+            self.layouts.popitem(last=False)
+
+    def _admit(self, args: tuple) -> torch.device | None:
+        """The device to capture on, None when nothing runs there; raises for what cannot be captured."""
+        dt = self.capturer.device_type
+        arg_devices = [a.device if isinstance(a, _Tensor) else None for a in args]
+        candidates = arg_devices + [t.device for t in self.graph.capture_tensors]
+        candidates += [v.device for n in _walk(self.graph.nodes) for v in n.outputs if v.kind is ValueKind.TENSOR]
+        device = next((d for d in candidates if d is not None and d.type == dt), None)
+        if device is None:
+            return None
+        if dt == "cuda":
+            _raise_obstacles(self.graph, find_obstacles(self.graph, arg_devices))
+            if device.index is None:
+                device = torch.device("cuda", torch.cuda.current_device())
+        return device
+
+    def _capture_error(self, e: BaseException, args: tuple) -> GraphLoweringError:
+        # A capture broken by an op makes `capture_end` fail too; its context is the op's error.
+        first = e.__context__ if e.__context__ is not None and not e.__suppress_context__ else e
+        note = torch_codegen.runtime_error_note(first, self.fn)
+        layout = ", ".join(f"{str(a.dtype).replace('torch.', '')}{list(a.shape)} {a.device}"
+                           if isinstance(a, _Tensor) else repr(a) for a in args)
+        text = (f"cuda_graphs=True: torch could not capture graph {self.graph.name} for arguments ({layout}): "
+                f"{type(first).__name__}: {_first_line(first)}")
+        if first is not e:
+            text += f"\n  (then {type(e).__name__}: {_first_line(e)})"
+        if note:
+            text += "\n" + note
+        return GraphLoweringError(text + "\nFix: find the op that synchronises with the host (run the function "
+                                         "eagerly under torch.cuda.set_sync_debug_mode('error') to have torch name "
+                                         "it) and move it out of the function; or pass cuda_graphs=False.")
+
+    # ----- captured tensors whose storage changed -----------------------------------------------
+    def _capture_state(self) -> list[tuple]:
+        dt = self.capturer.device_type
+        return [(t.data_ptr(), None if t.device.type == dt else t._version) for t in self.graph.capture_tensors]
+
+    def _storage_changed(self) -> None:
+        """A captured tensor got new storage (`p.data = ...`) or a CPU capture a new value: every graph is stale."""
+        self.capturer.release()
+        self.layouts.clear()
+        self._storage_changes += 1
+        if self._storage_changes == 3:
+            self.warnings.warn("recapture", "cuda_graphs=True captured its graphs again 3 times because captured "
+                                            "tensors changed storage (p.data = ..., module.to(...)) or CPU captures "
+                                            "changed value; keep them fixed, or each such call captures again.")
+
+
+_MISSING = object()
+
+
+def _layout_key(args: tuple) -> tuple:
+    return tuple((a.shape, a.stride(), a.dtype, a.device, a.requires_grad) if isinstance(a, _Tensor) else (type(a), a)
+                 for a in args)
+
+
+def _copies(out: Any) -> Any:
+    """The outputs as new tensors with no autograd history: safe to keep across replays."""
+    if isinstance(out, _Tensor):
+        return out.detach().clone()
+    if type(out) is tuple:
+        return tuple([_copies(o) for o in out])
+    if type(out) is list:
+        return [_copies(o) for o in out]
+    return out
+
+
+def _detached(out: Any) -> Any:
+    """Static outputs without the capture's autograd graph (which would keep its tensors alive)."""
+    if isinstance(out, _Tensor):
+        return out.detach()
+    if isinstance(out, (tuple, list)):
+        return type(out)(_detached(o) for o in out)
+    return out
+
+
+def _flat_tensors(out: Any) -> Iterator[_Tensor]:
+    if isinstance(out, _Tensor):
+        yield out
+    elif isinstance(out, (tuple, list)):
+        for o in out:
+            yield from _flat_tensors(o)
+
+
+def _generators(graph: Graph, device_type: str) -> list[torch.Generator]:
+    """Generators passed as `generator=` on the capture device; the default one is registered by capture."""
+    found: list[torch.Generator] = []
+    defaults = tuple(torch.cuda.default_generators) if device_type == "cuda" else ()
+    for node in _walk(graph.nodes):
+        for x in _leaves((node.args, node.kwargs)):
+            if (isinstance(x, torch.Generator) and x.device.type == device_type
+                    and not any(x is g for g in found + list(defaults))):
+                found.append(x)
+    return found
+
+
+def _leaves(obj: Any) -> Iterator[Any]:
+    if isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _leaves(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _leaves(x)
+    else:
+        yield obj
+
+
+def _note_error(e: BaseException, fn: Callable[..., Any]) -> None:
+    """Name the user line whose op failed (the default backend's origins), once per exception."""
+    if getattr(e, "_ta_runtime_note", False):
+        return
+    note = torch_codegen.runtime_error_note(e, fn)
+    if note is not None:
+        try:
+            e.add_note(note)
+            e._ta_runtime_note = True
+        except (AttributeError, TypeError):
+            pass
+
+
+def _node_words(node: Node) -> str:
+    return f"node %{node.name} ({node.op.name})" if node.outputs else f"the {node.op.name} node"
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` of `warnings.warn` (called by our caller) that points at the user's frame."""
+    f, level = sys._getframe(2), 2
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR) or f.f_code.co_filename.startswith("<")):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _nothing_to_capture(device_type: str) -> str:
+    return (f"cuda_graphs=True has nothing to capture: the graph runs on the CPU (its arguments and captured "
+            f"tensors are not on a {device_type} device), so it runs without a CUDA graph. Move the arguments "
+            f"and the model to a CUDA device to capture it.")
+
+
+def _raise_obstacles(graph: Graph, obstacles: list[Obstacle]) -> None:
+    if not obstacles:
+        return
+    more = [o for o in obstacles[1:] if o.node is not None][:5]
+    also = "Also: " + "; ".join(f"{_node_words(o.node)} at {o.node.origin or '?'}" for o in more) + "\n" if more else ""
+    raise GraphLoweringError(obstacles[0].message(graph.name, also))
+
+
+# ----- entry point (function.py) --------------------------------------------------------------------
+def wrap(graph: Graph, fn: Callable[..., Any], *, grad: bool, warnings: FallbackWarnings,
+         capturer: Capturer | None = None) -> Callable[..., Any]:
+    """`fn` (one ConcreteFunction's backend callable) with its CUDA work captured and replayed per layout.
+
+    Returns `fn` itself, after one "nothing to capture" warning per Function, for a graph whose traced
+    tensors are all on the CPU.
+
+    Raises:
+        GraphLoweringError: a graph traced on a CUDA device holds something a capture cannot (see
+            `find_obstacles`); the message names the node and the user's line.
+    """
+    cap = capturer if capturer is not None else CudaCapturer()
+    kinds = graph_devices(graph)
+    if cap.device_type not in kinds and "unknown" not in kinds:
+        warnings.warn("cpu", _nothing_to_capture(cap.device_type))
+        return fn
+    if cap.device_type == "cuda" and "cuda" in kinds:
+        _raise_obstacles(graph, find_obstacles(graph))  # before any compile or capture
+    return GraphedFunction(graph, fn, grad=grad, warnings=warnings, capturer=cap).__call__
+
+
+def graphed(fn: Callable[..., Any]) -> GraphedFunction | None:
+    """The GraphedFunction behind a ConcreteFunction's callable (`cf._fn`), if `wrap` made one."""
+    owner = getattr(fn, "__self__", None)
+    return owner if isinstance(owner, GraphedFunction) else None
