@@ -64,15 +64,22 @@ class OutOfRangeError(TorchAutographError):
 
 
 class GraphLoweringError(TorchAutographError):
-    """A graph cannot be lowered to torch.fx / compiled with inductor (`Graph.to_fx`, `jit_compile=True`).
+    """A graph cannot be lowered or compiled (`Graph.to_fx`, `jit_compile=True`, `cuda_graphs=True`).
 
-    Causes: a `while` loop or a run-time check (`assert` on a tensor) in the
-    graph; a `cond` whose branches mutate state, return Python values or read a
-    run-time Python number as predicate; an op inductor cannot compile.
-    The message names the node and the user line it came from.
+    Causes:
+    - `Graph.to_fx`: a `while` loop or a run-time check (`assert` on a tensor);
+      a `cond` whose branches mutate state, return Python values or read a
+      run-time Python number as predicate. (`jit_compile=True` splits such
+      graphs at their control flow instead.)
+    - `jit_compile=True`: an op, or a region of ops, inductor cannot compile.
+    - `cuda_graphs=True`: a node that cannot be captured into a CUDA graph: a
+      host sync (`if`/`while` on a tensor, `.item()`), Python run per call
+      (`ta.print`, `ta.py_function`), a data-dependent shape, a CPU<->GPU copy;
+      or a capture torch refused.
+    The message names the node (or region) and the user line it came from.
     Fixes: use `jit_compile="auto"` to fall back to the default backend with one
-    warning, move the construct out of the compiled function, or use
-    `jit_compile=False`.
+    warning, move the construct out of the compiled function, or turn the
+    option off.
     """
 
 

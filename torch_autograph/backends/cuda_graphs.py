@@ -81,8 +81,7 @@ import torch
 from ..errors import GraphLoweringError
 from ..graph.control_flow import CheckOp, CondOp, WhileOp
 from ..graph.graph import Graph, Node, OpKind, Value, ValueKind
-from . import torch_codegen
-from .inductor import _computes_gradients
+from . import regions, torch_codegen
 
 MAX_LAYOUTS = 8  # captured layouts kept per ConcreteFunction; each holds a memory pool of intermediates
 _CAPTURE_LOCK = threading.RLock()  # torch allows one capture at a time per process
@@ -424,7 +423,7 @@ class GraphedFunction:
         self.capturer = capturer if capturer is not None else CudaCapturer()
         # A graph running its own autograd (a GradientTape step) is captured whole; any other graph traced
         # with grad enabled runs uncaptured when an argument or a capture requires grad.
-        self.check_grad = grad and not _computes_gradients(graph)
+        self.check_grad = grad and not regions.computes_gradients(graph)
         self.layouts: OrderedDict[tuple, _Layout | None] = OrderedDict()
         self.captures_made = 0  # captures done so far (tests and benchmarks read it)
         self._generators: list[torch.Generator] | None = None

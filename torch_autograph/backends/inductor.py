@@ -167,7 +167,7 @@ class _Runner:
                  freeze: bool = False) -> None:
         self.graph = graph
         self.what = what  # for messages: "graph f", "the region %mul .. %add of graph f at File ..."
-        if _computes_gradients(graph):
+        if regions.computes_gradients(graph):
             # A training step (GradientTape + optimizer): autograd runs inside the graph. AOT autograd would
             # differentiate it again, so it is compiled as an inference graph whose body turns grad mode
             # back on; its outputs come back without autograd history.
@@ -440,14 +440,6 @@ def _side_effect(graph: Graph) -> Node | None:
         elif node.stateful and node.op.target not in _HARMLESS:
             return node
     return None
-
-
-def _computes_gradients(graph: Graph) -> bool:
-    """Whether the graph itself runs autograd (torch.autograd.grad, backward, a GradientTape's gradient)."""
-    for node in graph.nodes:
-        if regions.runs_autograd(node) or any(_computes_gradients(sub) for sub in node.subgraphs):
-            return True
-    return False
 
 
 def _self_differentiating(gm: torch.fx.GraphModule, grad: bool) -> torch.fx.GraphModule:

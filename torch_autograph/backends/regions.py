@@ -85,6 +85,11 @@ def runs_autograd(node: Node) -> bool:
                                            and getattr(t, "__name__", "").startswith("compute_"))
 
 
+def computes_gradients(graph: Graph) -> bool:
+    """Whether the graph (or a graph nested in it) runs autograd itself: a training step."""
+    return any(runs_autograd(node) or any(map(computes_gradients, node.subgraphs)) for node in graph.nodes)
+
+
 def lowerable(node: Node) -> bool:
     """Whether `node` may join a region: a tensor op that is neither control flow nor autograd."""
     if node.op.kind is OpKind.CONTROL or runs_autograd(node):
