@@ -13,7 +13,7 @@ P3j: the 8-layer MLP of P3 (batch 8), no_grad and grad modes, jit by reference a
   freeze_captures=True (weights folded into the compiled code; no_grad only). Target: >= 3x faster than eager.
 P4j: the training step of P4 (tape + ta.optimizers.Adam, batch 32) with jit_compile=True vs eager
   torch.optim.Adam. Target >= 3x faster than eager, reported as not applicable when the graph cannot
-  be lowered (see the note printed).
+  be lowered (see the note printed). Compile latency measured as for P2j.
 P5j: P5's 1000-iteration tensor loop (`x = x * a + b`, 16 floats) with jit_compile=True: the graph is split
   at the loop (backends/regions.py); the 2-op body is below the region size rule, so it runs as the default
   backend's Python. Target: jit faster than TensorFlow's tf.function (bench_vs_tensorflow.py) and not much
@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Candidate, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
@@ -49,18 +50,44 @@ import time, sys
 t0 = time.perf_counter()
 import torch, torch_autograph as ta
 sys.path.insert(0, {bench_dir!r})
-from bench_elementwise_chain import chain
+from bench_jit import latency_workload
+fn, args = latency_workload({which!r})
 t1 = time.perf_counter()
-J = ta.function(chain, jit_compile=True)
-J(torch.randn(16))
+J = ta.function(fn, jit_compile=True)
+J(*args)
 t2 = time.perf_counter()
 print(f"{{t1 - t0:.3f}} {{t2 - t1:.3f}}")
 """
 
 
-def compile_latency() -> tuple[float, float, float]:
-    """(import s, cold first-call s, warm first-call s) for P2j, each in a fresh process."""
-    script = _COLD_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)))
+def latency_workload(which: str) -> tuple[Any, tuple]:
+    """The function and arguments whose first jit call `compile_latency` times: "P2j" or "P4j"."""
+    if which == "P2j":
+        return chain, (torch.randn(16),)
+    from bench_train_step import make_model
+
+    return p4_train_step(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), \
+        (torch.randn(32, 20), torch.randint(0, 3, (32,)))
+
+
+def p4_train_step(model: torch.nn.Module, opt: Any) -> Any:
+    """The P4 training step (tape + optimizer) on `model`."""
+    import torch.nn.functional as F
+
+    def train_step(x, y):
+        with ta.GradientTape() as tape:
+            loss = F.cross_entropy(model(x), y)
+        params = list(model.parameters())
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss
+
+    return train_step
+
+
+def compile_latency(which: str = "P2j") -> tuple[float, float, float]:
+    """(import s, cold first-call s, warm first-call s) of `which` (see `latency_workload`), each in a
+    fresh process."""
+    script = _COLD_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), which=which)
     with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
         runs = []
@@ -151,21 +178,9 @@ def run_p3j(settings: Settings) -> list[Row]:
 
 
 def run_p4j(settings: Settings) -> list[Row]:
-    import torch.nn.functional as F
-
     from bench_train_step import eager_step_fn, make_model
 
-    model = make_model()
-    opt = ta.optimizers.Adam(learning_rate=1e-3)
-
-    def train_step(x, y):
-        with ta.GradientTape() as tape:
-            loss = F.cross_entropy(model(x), y)
-        params = list(model.parameters())
-        opt.apply_gradients(zip(tape.gradient(loss, params), params))
-        return loss
-
-    J = ta.function(train_step, jit_compile=True)
+    J = ta.function(p4_train_step(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), jit_compile=True)
     x, y = torch.randn(32, 20), torch.randint(0, 3, (32,))
     eager_step = eager_step_fn(make_model())
     try:
@@ -179,9 +194,13 @@ def run_p4j(settings: Settings) -> list[Row]:
     res = run_interleaved([Candidate("eager", "e(x, y)", {"e": eager_step, "x": x, "y": y}),
                            Candidate("ta.function jit", "J(x, y)", {"J": J, "x": x, "y": y})], settings, "eager")
     e, j = res["eager"], res["ta.function jit"]
+    imp, cold, warm = compile_latency("P4j")
     return [Row(P4J, "eager", e.median_us, None, "", None, "torch.optim.Adam (baseline)"),
             Row(P4J, "ta.function jit", j.median_us, j.ratio, f"<= {1 / P4J_SPEEDUP:.3f}x",
-                j.ratio <= 1 / P4J_SPEEDUP, f"{1 / j.ratio:.2f}x faster; {j.spread()}")]
+                j.ratio <= 1 / P4J_SPEEDUP, f"{1 / j.ratio:.2f}x faster; {j.spread()}"),
+            Row(P4J, "compile latency", None, None, "", None,
+                f"first call in a fresh process: cold cache {cold:.1f} s, warm cache {warm:.1f} s "
+                f"(import torch + torch_autograph {imp:.1f} s, not included)")]
 
 
 def run_p5j(settings: Settings) -> list[Row]:

@@ -370,3 +370,28 @@ def test_frozen_captures_are_compiled_again_by_reference_after_an_update():
     mlp(xe).sum().backward()
     torch.testing.assert_close(out, mlp(x))
     torch.testing.assert_close(xg.grad, xe.grad)
+
+
+def test_inference_mode_captures_are_not_frozen():
+    with torch.inference_mode():
+        w = torch.randn(4, 4)  # an inference tensor: no version counter to guard a frozen copy with
+    f = ta.function(lambda x: torch.relu(x @ w) * 2.0 + 1.0, jit_compile=True, freeze_captures=True)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), torch.relu(x @ w) * 2.0 + 1.0)
+
+
+def test_new_layouts_past_max_variants_run_the_default_backend(monkeypatch):
+    from torch_autograph.backends import inductor
+
+    compiled = []
+    real_compile = inductor._Runner.compile
+    monkeypatch.setattr(inductor, "MAX_VARIANTS", 1)
+    monkeypatch.setattr(inductor._Runner, "compile", lambda self, args: compiled.append(args[0].shape)
+                        or real_compile(self, args))
+    f = ta.function(lambda x: (x.sin() * 2.0 + x.cos()).exp().sum(0), jit_compile=True,
+                    input_signature=[ta.TensorSpec([None, 3], torch.float32)])
+    for n in (2, 5, 2, 7):  # n=2 compiled; n=5 and n=7 on the default backend's code; n=2 compiled code again
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(f(x), (x.sin() * 2.0 + x.cos()).exp().sum(0))
+    assert compiled == [torch.Size([2, 3])]

@@ -352,8 +352,14 @@ class CudaCapturer:
             for g in generators:
                 graph.register_generator_state(g)
             # The warm-up's stream: cuBLAS handles and workspaces made there are reused, not created mid-capture.
-            with torch.cuda.graph(graph, stream=self._stream(device)):
-                out = fn(*args)
+            caller = torch.cuda.current_stream(device)
+            try:
+                with torch.cuda.graph(graph, stream=self._stream(device)):
+                    out = fn(*args)
+            finally:
+                # torch.cuda.graph's exit ends the capture before it restores the stream, so a failed capture
+                # would leave this thread on the side stream.
+                torch.cuda.set_stream(caller)
         return graph.replay, out
 
     def release(self) -> None:
@@ -554,7 +560,9 @@ class GraphedFunction:
     # ----- captured tensors whose storage changed -----------------------------------------------
     def _capture_state(self) -> list[tuple]:
         dt = self.capturer.device_type
-        return [(t.data_ptr(), None if t.device.type == dt else t._version) for t in self.graph.capture_tensors]
+        # Inference tensors have no version counter (and cannot be updated in place outside inference mode).
+        return [(t.data_ptr(), None if t.device.type == dt or t.is_inference() else t._version)
+                for t in self.graph.capture_tensors]
 
     def _storage_changed(self) -> None:
         """A captured tensor got new storage (`p.data = ...`) or a CPU capture a new value: every graph is stale."""

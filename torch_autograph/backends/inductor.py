@@ -25,7 +25,8 @@ Specialisation (checked per call, cheaply):
   AOT autograd builds a training graph only for inputs that require grad;
   an input that starts requiring grad gets a new compile (once per pattern).
 - sizes and strides: inductor's code asserts them; an input of another
-  layout (or a `None` dim taking a new size) gets a new compile.
+  layout (or a `None` dim taking a new size) gets a new compile, up to
+  `MAX_VARIANTS` per graph or region; later layouts run the default backend.
 Captured tensors are read by reference at every call (buffers and parameters
 of the lowered module); their requires_grad is taken at compile time.
 
@@ -73,6 +74,9 @@ from . import regions, torch_codegen
 _Fallback = Callable[[str], None]
 _COMPILE_LOCK = threading.Lock()
 _FIX = "use jit_compile='auto' to fall back to the default backend, or jit_compile=False"
+# Compiled variants (input layouts x requires_grad patterns) per graph or region; later layouts run the default
+# backend's code: each compile takes seconds, and a region in a loop may see a new shape at every iteration.
+MAX_VARIANTS = 8
 # freeze_captures=True: captures folded in as constants, weights pre-packed for inductor's C++ GEMM template.
 # The autotuning reports inductor writes to stderr are turned off (keys unknown to an older torch are skipped).
 _FROZEN_CONFIG = {"freezing": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,CPP",
@@ -99,7 +103,8 @@ def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool 
     except GraphLoweringError:  # control flow fx cannot express: compiled regions inside Python control flow
         return _compile_split(graph, return_tuple, grad, tiered=False, freeze=freeze)[0]
     graph.python_source = gm.code
-    return _Runner(values_graph, gm, slots, return_tuple, grad, f"graph {graph.name}", freeze=freeze).entry()
+    return _Runner(values_graph, gm, slots, return_tuple, grad, f"graph {graph.name}", freeze=freeze,
+                   default=torch_codegen.compile_graph(values_graph, return_tuple=True)).entry()
 
 
 def _lower(graph: Graph) -> tuple[torch.fx.GraphModule, list[Any], Graph]:
@@ -186,7 +191,9 @@ class _Runner:
         self.python_when_training = python_when_training
         self.captures_grad = any(t.requires_grad for _, t in graph.captures)
         # freeze_captures: only for an inference graph with captures that it does not update itself.
-        self.freeze = freeze and not grad and bool(graph.captures) and _side_effect(graph) is None
+        # Inference tensors (made under torch.inference_mode) have no version counter to guard them with.
+        self.freeze = freeze and not grad and bool(graph.captures) and _side_effect(graph) is None and \
+            not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
 
     def entry(self) -> Callable[..., Any]:
@@ -194,12 +201,17 @@ class _Runner:
         runner, post, check_grad = self, self.post, self.grad
         first = post is _first
         one = len(self.graph.inputs) == 1
-        state: list[Any] = [None, None]  # (requires_grad pattern, compiled fn) in use
+        # The variant in use, as one (requires_grad pattern, compiled fn) pair: read and replaced whole, so a
+        # thread never pairs one thread's pattern with another's function.
+        state: list[Any] = [None]
 
         def call(*args: Any) -> Any:
-            fn = state[1]
-            if fn is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args)) != state[0]):
+            current = state[0]
+            if current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
+                                   != current[0]):
                 fn = runner.select(args, state)
+            else:
+                fn = current[1]
             try:
                 out = fn(*args)
             except AssertionError:
@@ -225,12 +237,13 @@ class _Runner:
                 if self.python_when_training and self.grad and (
                         self.captures_grad or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
                     fn = self.default
-                elif not self.may_compile:
-                    return self.default  # tiered: not made current, the compiled variant stays first
+                elif not self.may_compile or (len(self.variants) >= MAX_VARIANTS and self.default is not None):
+                    # tiered, or a shape seen after MAX_VARIANTS others (a None dim, a loop variable changing
+                    # shape in a region): the default backend, never made current, no compile on this call.
+                    return self.default
                 else:
                     fn = self.variants[key] = self.compile(args)
-        state[0] = (args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None
-        state[1] = fn
+        state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn)
         return fn
 
     def compile(self, args: tuple) -> Callable:
