@@ -538,6 +538,39 @@ def test_python_int_loop_var_taking_tensor_values():
         assert_matches_eager(f, x)
 
 
+def test_power_and_reflected_division_of_python_number_loop_vars():
+    def power(x, n):
+        s = 2
+        i = 0
+        while i < n:
+            s = s ** 2 + x[i]
+            i += 1
+        return s
+
+    def harmonic(x, n):
+        c = 0
+        i = 0
+        while i < n:
+            c = c + 1 / (i + 1) + x[i] * 0
+            i += 1
+        return c
+
+    def augmented(x, n):
+        s = 3
+        i = 0
+        while i < n:
+            s **= 2
+            s /= i + 1
+            s = s + x[i]
+            i += 1
+        return s
+
+    n = torch.tensor(3)
+    assert_matches_eager(power, torch.tensor([3, -7, 5]), n)
+    for fn in (power, harmonic, augmented):
+        assert_matches_eager(fn, torch.tensor([0.5, -1.0, 2.0]), n)
+
+
 def test_loop_over_dict_and_tuple_state():
     def f(x, n):
         state = {"a": x, "b": x * 0}

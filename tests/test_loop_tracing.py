@@ -179,6 +179,42 @@ def promoted_inside_tensor_if(x):
     return s
 
 
+def augmented_assignment_updates_aliases(x):
+    acc = 0
+    out = []
+    for v in x:
+        note("body")
+        acc += v  # a tensor from the 2nd iteration on: updated in place, which every element of `out` shows
+        out.append(acc)
+    return torch.stack(out)
+
+
+def augmented_assignments_of_each_operator(x):
+    acc = 1
+    out = []
+    for v in x:
+        note("body")
+        acc *= v
+        acc -= 0.5
+        acc /= 2
+        acc **= 2
+        out.append(acc)
+    return torch.stack(out)
+
+
+def augmented_assignment_in_tensor_if(x):
+    acc = 0
+    out = []
+    for v in x:
+        note("body")
+        if v > 1.5:
+            acc += v
+        else:
+            acc = acc + 2 * v
+        out.append(acc)
+    return torch.stack(out)
+
+
 ONCE = [
     (all_tensor_vars, {"body": 1}),
     (python_counter_stays_int, {"body": 1}),
@@ -196,6 +232,9 @@ ONCE = [
     (nested_loops, {"outer": 1, "inner": 1}),
     (nested_inner_promotion, {"outer": 1, "inner": 1}),
     (promoted_inside_tensor_if, {"body": 1}),
+    (augmented_assignment_updates_aliases, {"body": 1}),
+    (augmented_assignments_of_each_operator, {"body": 1}),
+    (augmented_assignment_in_tensor_if, {"body": 1}),
 ]
 
 
@@ -267,6 +306,51 @@ def test_retyped_graph_prints_the_promoted_type():
 
     text = str(ta.function(f).get_concrete_function(X).graph)
     assert "graph body(iteration: int, s: float32[] cpu" in text  # the promoted tensor, not a Python int
+
+
+def test_augmented_assignment_to_a_promoted_number_updates_in_place_like_eager():
+    def f(x, n):
+        acc = 0
+        out = []
+        i = 0
+        while i < n:
+            note("body")
+            acc += x[i]
+            out.append(acc)  # the same tensor each time in eager: all elements end equal
+            i += 1
+        return torch.stack(out)
+
+    n = torch.tensor(3)
+    assert trace_counts(f, X, n) == {"body": 1}
+    assert "add_" in graph_ops(ta.function(f), X, n)
+    for x in (X, torch.tensor([1.5, -2.0, 3.0])):
+        assert_matches_eager(f, x, n)
+
+
+def test_list_appended_to_before_its_number_is_promoted():
+    def f(x, n):
+        s = 0
+        out = []
+        i = 0
+        while i < n:
+            note("body")
+            out.append(s)
+            s = s + x[i]
+            i += 1
+        return out
+
+    n = torch.tensor(3)
+    # The first trace gives `out` int64 elements (s was an int): traced again with s a float tensor.
+    assert trace_counts(f, X, n) == {"body": 2}
+    x_eager, x_graph = X.clone().requires_grad_(), X.clone().requires_grad_()
+    want, got = f(x_eager, n), ta.function(f)(x_graph, n)
+    # Eager's first element is the Python 0; a graph list holds tensors of one dtype (tensor(0.)).
+    assert type(want[0]) is int and got[0].dtype == torch.float32
+    want, got = torch.stack([torch.as_tensor(v, dtype=torch.float32) for v in want]), torch.stack(got)
+    torch.testing.assert_close(got, want)
+    want.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(x_graph.grad, x_eager.grad)
 
 
 # ----- the cases that still trace the body twice (documented in while_loop.py) ---------------

@@ -141,6 +141,78 @@ def test_none_dims_show_as_none_and_sizes_are_run_time_values():
         torch.testing.assert_close(cf(x), eager(x))
 
 
+# Python operators on run-time Python numbers (`n` an int, `b` a float, both known only when the graph runs):
+# Python's semantics, result types included (int / int is a float, int ** -1 a float, -7 // n rounds down).
+RUN_TIME_NUMBER_EXPRESSIONS = [
+    "n + 3", "3 + n", "n - 3", "3 - n", "n * 3", "3 * n", "n / 3", "3 / n", "n / b", "b / n",
+    "n // 3", "7 // n", "(n - 5) // 3", "-7 // n", "n // b", "b // 0.3", "0.3 // b",
+    "n % 3", "7 % n", "(n - 5) % 3", "-7 % n", "n % b", "b % 0.3", "-b % 0.7",
+    "n ** 2", "2 ** n", "n ** -1", "n ** 0.5", "n ** n", "b ** 0.5", "2.0 ** b", "b ** n",
+    "-n", "+n", "abs(n - 5)", "-b", "+b", "abs(1 - b)", "-(n > 2)", "(n > 2) + (n > 1)",
+    "n < 3", "3 < n", "n <= 3", "n > 3", "n >= 3", "n == 3", "3 == n", "n != 3", "b < n",
+    "n & 6", "6 & n", "n | 1", "1 | n", "n ^ 5", "5 ^ n", "n << 2", "1 << n", "n >> 1", "4096 >> n", "~n",
+    "(n > 2) & (n < 9)", "~(n > 2)",
+]
+
+
+def _augmented(n, b):
+    s = n
+    s += 1
+    s -= 3
+    s *= 2
+    s //= 3
+    s %= 5
+    s **= 2
+    s /= 4
+    t = n
+    t &= 6
+    t |= 1
+    t ^= 2
+    t <<= 2
+    t >>= 1
+    u = b
+    u += 1
+    u -= 0.25
+    u *= 2
+    u /= 3
+    u //= 0.5
+    u %= 0.7
+    u **= 2
+    return s, t, u
+
+
+@pytest.mark.parametrize("expr", RUN_TIME_NUMBER_EXPRESSIONS + [_augmented], ids=lambda e: getattr(e, "__name__", e))
+def test_operators_on_run_time_python_numbers_follow_python(expr):
+    fn = expr if callable(expr) else eval(f"lambda n, b: {expr}")
+
+    def f(x):
+        n = x.size(0)
+        return fn(n, n * 0.5 + 0.25)
+
+    cf = ta.function(f, autograph=False).get_concrete_function(ta.TensorSpec([None]))
+    for size in (1, 3, 8):
+        x = torch.zeros(size)
+        # A graph returns Python numbers as tensors: same value, and int / float / bool as int64 / float64 / bool.
+        torch.testing.assert_close(cf(x), ta.nest.map_structure(torch.tensor, f(x)))
+
+
+def test_operators_mixing_run_time_numbers_and_tensors_match_eager_with_gradients():
+    def f(x):
+        n = x.size(0)
+        b = n * 0.5 + 0.25
+        return (n ** x + x ** n + n / x + x / n + b ** x + x ** b - (x * n) + abs(x - b) + (+x) * b
+                + n // (x.detach() + 3) + (x.detach() * 4) // n + n % (x.detach() + 3) + x % b)
+
+    cf = ta.function(f, autograph=False).get_concrete_function(ta.TensorSpec([None]))
+    for size in (1, 3):
+        x_eager, x_graph = (torch.linspace(0.5, 2, size).requires_grad_() for _ in range(2))
+        want, got = f(x_eager), cf(x_graph)
+        torch.testing.assert_close(got, want)
+        want.sum().backward()
+        got.sum().backward()
+        torch.testing.assert_close(x_graph.grad, x_eager.grad)
+
+
 def test_unknown_rank_spec():
     f = ta.function(lambda x: x * 2 + x.sum(), autograph=False)
     cf = f.get_concrete_function(ta.TensorSpec(None))

@@ -89,12 +89,19 @@ class Op:
     attribute name for METHOD / GETATTR (e.g. `"view"`), the `operator`
     function for OPERATOR (e.g. `operator.add`), or a control-flow op object
     for CONTROL. `name` is only for printing and naming outputs.
+
+    `inplace` is set on the Python operator an augmented assignment to a
+    run-time Python number records (`n += 1` rebinds `n`, as in Python): the
+    in-place tensor op the same statement records when its target is a tensor
+    (`t += 1` is `t.add_(1)`), which the node must become if its target is
+    re-typed to a tensor (`retype.py`).
     """
 
     kind: OpKind
     target: Any
     name: str
     stateful: bool = False
+    inplace: "Op | None" = None
 
 
 @dataclass(frozen=True)

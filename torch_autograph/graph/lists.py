@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ..errors import InaccessibleTensorError
 from . import tracer
 from .graph import Op, OpKind, Value, ValueKind
 from .shape_inference import Meta
@@ -29,24 +30,97 @@ class GraphList(GraphTensor):
 
     Supports `len`, indexing, `append`/`pop` (through AutoGraph's list
     operators or directly), iteration in converted `for` loops, and torch
-    functions taking tensor lists (`torch.stack`, `torch.cat`).
+    functions taking tensor lists (`torch.stack`, `torch.cat`). AutoGraph
+    turns `lst.extend(items)` and `lst += [...]` into appends.
+
+    A graph list stored in an attribute or global while tracing stays there
+    after the trace (Python side effects run at trace time only); touching it
+    then raises InaccessibleTensorError saying so (`left_over_error`).
     """
 
     __slots__ = ()
 
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
+        for a in args:
+            if isinstance(a, GraphList):
+                _check_live(a, f"{getattr(func, '__name__', func)}() of")
+        return super().__torch_function__(func, types, args, kwargs)
+
     def append(self, x: Any) -> "GraphList":
+        _check_live(self, "append() on")
         return append(self, x)
 
     def pop(self, index: int = -1) -> Any:
+        _check_live(self, "pop() on")
         _, item = pop(self, index)
         return item
 
+    def extend(self, items: Any) -> None:
+        _check_live(self, "extend() on")
+        raise _grow_error(self, "lst.extend(...)")
+
+    def __iadd__(self, other: Any) -> "GraphList":
+        _check_live(self, "`+=` on")
+        raise _grow_error(self, "lst += ...")
+
+    def __add__(self, other: Any) -> Any:
+        _check_live(self, "`+` on")
+        raise _grow_error(self, "lst + ...")
+
+    def __radd__(self, other: Any) -> Any:
+        _check_live(self, "`+` on")
+        raise _grow_error(self, "... + lst")
+
     def __len__(self) -> int:
+        _check_live(self, "len() of")
         raise tracer.not_allowed(self, "len() of a graph list", "use ta's converted code (len(lst) there gives a "
                                  "run-time value) or torch.stack(lst).size(0)", error=TypeError)
 
+    def __iter__(self) -> Any:
+        _check_live(self, "iterating over")
+        return super().__iter__()
+
+    def __bool__(self) -> bool:
+        _check_live(self, "bool() of")
+        return super().__bool__()
+
     def __repr__(self) -> str:
         return f"GraphList({self._value.name!r}, element={_elem_words(self._value)})"
+
+    __str__ = __repr__
+
+
+def _check_live(lst: GraphList, what: str) -> None:
+    """Raise `left_over_error` if the trace that made `lst` has ended."""
+    trace = lst._trace
+    if trace is not None and trace.root.closed:
+        raise left_over_error(lst, what)
+
+
+def left_over_error(lst: GraphList, what: str) -> InaccessibleTensorError:
+    """The error for a graph list used after its trace ended (e.g. left in `self.out` by the call)."""
+    loc = tracer.user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    owner = lst._trace.root.graph.name
+    return InaccessibleTensorError(
+        f"{what} {lst!r}{where}: this is the graph list that stood for a Python list while {owner!r} was "
+        f"traced, left behind in an attribute, global or closure.{code}\n"
+        "Why: a list grown inside a tensor loop or `if` becomes a graph list while the function is traced, and "
+        "AutoGraph stores it back where the list was. Its elements exist only while the graph runs, and Python "
+        "side effects such as that store happen once, at trace time, not at every call: what stays behind is "
+        "this placeholder, not the list of tensors eager PyTorch would leave.\n"
+        "Fix: return the list (or torch.stack(lst)) from the function and use the returned value (a returned "
+        "graph list comes back as a list of tensors); e.g. `self.out = f(x)` outside the traced function.")
+
+
+def _grow_error(lst: GraphList, what: str) -> TypeError:
+    return tracer.not_allowed(
+        lst, f"`{what}` on a graph list",
+        "in converted code AutoGraph handles `lst.extend(items)` and `lst += [a, b]` (a list display or "
+        "comprehension on the right); write it that way, or append the elements one by one with "
+        "`lst.append(t)`", error=TypeError)
 
 
 def _elem_words(v: Value) -> str:
@@ -156,6 +230,7 @@ def length(lst: GraphList) -> GraphTensor:
 
 
 def getitem(lst: GraphList, index: Any) -> Any:
+    _check_live(lst, "indexing")
     v = lst._value
     if v.dtype is None:
         raise tracer.not_allowed(lst, "indexing a graph list whose elements are unknown", "append to it first")

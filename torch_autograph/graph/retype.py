@@ -12,7 +12,9 @@ node that reads a re-typed value has its output metadata inferred again::
 
 Only nodes whose recorded operation is the same whatever the input types
 (Python operators, graph-list appends, `cond` nodes made of those, run-time
-checks) can be re-typed; for anything else `retype` gives up and the caller
+checks) can be re-typed, plus augmented assignments: `s += v` rebinds a
+Python number but updates a tensor in place, and becomes `s.add_(v)` as a
+trace would record it. For anything else `retype` gives up and the caller
 traces the body again.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 import torch
 
 from . import lists, tracer
-from .graph import Graph, Node, OpKind, Value, ValueKind
+from .graph import Graph, Node, Op, OpKind, Value, ValueKind
 from .shape_inference import Meta
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
@@ -89,14 +91,18 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
 
     op = node.op
     node.args, node.kwargs = _sub(node.args, mapping), _sub(node.kwargs, mapping)
-    if op.kind is OpKind.OPERATOR and op.target in _POLYMORPHIC and not op.stateful:
+    if op.kind is OpKind.OPERATOR and op.inplace is not None and _is_tensor(node.args[0]):
+        # `n += t` rebound a Python number; on a tensor the same statement updates it in place,
+        # which aliases (a list it was appended to) see: record what a trace of a tensor records.
+        node.op = op.inplace
+        metas = [_infer(getattr(torch.Tensor, op.inplace.target), node.args, node.kwargs)]
+    elif op.kind is OpKind.OPERATOR and op.target in _POLYMORPHIC and not op.stateful:
         metas = [_infer(op.target, node.args, node.kwargs)]
     elif op.kind is OpKind.FUNCTION and op.target is lists.list_append:
         lst, item = node.args
         if not (lists.is_list_value(lst) and isinstance(item, Value) and item.kind is ValueKind.TENSOR):
             raise _CannotRetype
-        dtype, shape, device = lists.merge_elements(lst if lst.dtype is not None else None, item, "a graph list")
-        metas = [Meta(dtype, shape, device, ValueKind.LIST)]
+        metas = [_merged_list(lst if lst.dtype is not None else None, item)]
     elif op.kind is OpKind.FUNCTION and op.target is lists.list_len:
         metas = [Meta(v.dtype, v.shape, v.device, v.kind) for v in node.outputs]
     elif op.kind is OpKind.CONTROL and isinstance(op.target, CheckOp):
@@ -117,6 +123,21 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
         new_outputs.append(new)
     node.outputs = tuple(new_outputs)
     node.pattern = _sub(node.pattern, mapping)
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Value) and x.kind is ValueKind.TENSOR
+
+
+def _merged_list(lst: Value | None, item: Value) -> Meta:
+    """The type of graph list `lst` (None: element type unknown) holding `item` too, as `list_append` merges it."""
+    try:
+        dtype, shape, device = lists.merge_elements(lst, item, "a graph list")
+    except TypeError:
+        # Elements of two types (`out.append(n)` before `n` became a float tensor): a trace of the
+        # re-typed body decides, as the user's code would (it reports the error if there is one).
+        raise _CannotRetype from None
+    return Meta(dtype, shape, device, ValueKind.LIST)
 
 
 def _infer(fn: Any, args: tuple, kwargs: dict) -> Meta:
@@ -147,11 +168,7 @@ def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
             if b.dtype is None:
                 metas.append(Meta(a.dtype, a.shape, a.device, ValueKind.LIST))
                 continue
-            try:
-                dtype, shape, device = lists.merge_elements(a if a.dtype is not None else None, b, "a graph list")
-            except TypeError:
-                raise _CannotRetype from None
-            metas.append(Meta(dtype, shape, device, ValueKind.LIST))
+            metas.append(_merged_list(a if a.dtype is not None else None, b))
             continue
         if a.kind is ValueKind.SCALAR or a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             shape = () if a.kind is ValueKind.SCALAR else None
@@ -160,4 +177,6 @@ def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
         metas.append(Meta(a.dtype, shape, a.device, a.kind))
     if len(metas) != len(node.outputs):
         raise _CannotRetype
+    if not node.op.stateful and any(n.stateful for sub in node.subgraphs for n in sub.nodes):
+        node.op = Op(node.op.kind, node.op.target, node.op.name, stateful=True)  # a branch now updates in place
     return metas

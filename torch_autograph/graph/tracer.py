@@ -219,6 +219,11 @@ _SCALAR_INPLACE = {
     "bitwise_and_": operator.and_, "bitwise_or_": operator.or_, "bitwise_xor_": operator.xor,
     "bitwise_left_shift_": operator.lshift, "bitwise_right_shift_": operator.rshift,
 }
+# Tensor dunders whose functions carry another name (`Tensor.__pow__.__name__ == "pow"`,
+# `Tensor.__rtruediv__` is `__rdiv__`): classified by the operator they implement.
+_DUNDER_ALIASES = {getattr(torch.Tensor, n): n for n in ("__pow__", "__ipow__", "__rtruediv__", "__itruediv__")}
+# Tensor methods a Python operator on a run-time Python number records (`-n` is `Tensor.neg`).
+_SCALAR_METHODS = {**SCALAR_OPERATORS, "positive": operator.pos}
 _RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
@@ -260,7 +265,7 @@ def _classify(func: Callable) -> tuple[Op, Callable, bool]:
     hit = _classify_cache.get(func)
     if hit is not None:
         return hit
-    name = getattr(func, "__name__", "") or ""
+    name = _DUNDER_ALIASES.get(func) or getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
     descriptor = getattr(func, "__self__", None) if name == "__get__" else None  # `x.T` is `Tensor.T.__get__(x)`
     if type(descriptor).__name__ == "getset_descriptor":
@@ -321,10 +326,12 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     if op.kind is OpKind.OPERATOR and all(v.kind is ValueKind.SCALAR for v in _values(vargs)) and _values(vargs):
         pass  # Python-level arithmetic on run-time scalars: infer_fn is already the operator
     elif op.kind is OpKind.METHOD and isinstance(vargs[0], Value) and vargs[0].kind is ValueKind.SCALAR:
-        # `i += 1` on a run-time Python number rebinds, as in Python: a plain operator.
-        fn = _SCALAR_INPLACE.get(op.target) or SCALAR_OPERATORS.get(op.target)
+        # `i += 1` on a run-time Python number rebinds, as in Python: a plain operator, which
+        # remembers the in-place op it stands for in case re-typing makes `i` a tensor.
+        inplace = _SCALAR_INPLACE.get(op.target)
+        fn = inplace or _SCALAR_METHODS.get(op.target)
         if fn is not None:
-            op, infer_fn = Op(OpKind.OPERATOR, fn, op.name), fn
+            op, infer_fn = Op(OpKind.OPERATOR, fn, op.name, inplace=op if inplace else None), fn
     if "out" in vkwargs:
         op = Op(op.kind, op.target, op.name, stateful=True)
     try:

@@ -18,6 +18,8 @@ when re-typing cannot prove the recorded operations unchanged:
   have been a fixed structure: the first trace says which);
 - a Python number promoted to a tensor that also passes through a tensor `if`
   or an inner graph loop (they converted it with their own operations);
+- a list that a Python number is appended to before it is promoted
+  (`out.append(n); n = n + t`): the list's element type changes with it;
 - a variable first assigned in the loop whose value is a structure (a tuple
   returned from inside the loop), or first assigned in an inner graph loop.
 
@@ -251,7 +253,10 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         for mine, theirs in ((seen.promote, changes.promote), (seen.refine, changes.refine),
                              (seen.define, changes.define)):
             mine.update(theirs)
-        retrace = _Retrace(promote=seen.promote, refined=seen.refine, inferred=seen.define)
+        # A list's element type learnt while some number was still a number (`out.append(n)` before
+        # `n = n + t`) is stale once it becomes a tensor: a second trace learns it again.
+        retrace = _Retrace(promote=seen.promote, refined={} if seen.promote or seen.define else seen.refine,
+                           inferred=seen.define)
         mapping: dict[int, Value] = {}
         for i, like in changes.promote.items():
             inits[i] = _promoted(inits[i], like)
