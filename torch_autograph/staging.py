@@ -164,6 +164,22 @@ class TorchStagingBackend:
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         return lists.pop(target, *args)
 
+    def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
+        if not isinstance(target, GraphList):
+            return NotImplemented  # a graph tensor under `+=`: its own operator
+        if isinstance(items, GraphTensor):
+            shape = items._value.shape
+            if isinstance(items, GraphList) or not shape or shape[0] is None:
+                raise TypeError(
+                    f"cannot extend the graph list %{target._value.name} with {items!r} at {origin} "
+                    f"(`{origin.source_line}`): how many elements it has is known only when the graph runs. "
+                    "Append them one by one in a loop (`for t in items: lst.append(t)`), or extend with a "
+                    "Python list of tensors.")
+            items = items.unbind(0)  # the rows, as iterating the tensor gives them
+        for item in items:
+            target = lists.append(target, item)
+        return target
+
 
 def _is_scalar(x: Any) -> bool:
     return isinstance(x, GraphTensor) and x._value.kind is ValueKind.SCALAR

@@ -198,6 +198,12 @@ class FakeBackend:
         self.calls["list_append"] += 1
         return Staged(list(target.v) + [unwrap(element)])
 
+    def list_extend(self, target, items, origin):
+        self.calls["list_extend"] += 1
+        if not isinstance(target.v, list):
+            return NotImplemented
+        return Staged(list(target.v) + [unwrap(x) for x in items])
+
     def list_pop(self, target, args, origin):
         self.calls["list_pop"] += 1
         items = list(target.v)

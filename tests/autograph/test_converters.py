@@ -353,3 +353,53 @@ def test_attribute_list_becomes_loop_state():
                 i += 1
             return self.out
     """)
+
+
+def test_lists_extend_and_iadd():
+    # extend / `+= [...]` everywhere (a graph list after a loop has no such methods); `+=` keeps
+    # Python's own store. Anything not visibly a list, and globals, stay as written.
+    assert convert("""
+        def f(self, x, other):
+            global G
+            out = []
+            out.extend(x)
+            self.out += [x]
+            for v in x:
+                out += [v]
+                out += [w for w in v]
+                self.out.extend(v)
+                self.d['k'] += [v]
+                out += other
+                n += 1
+                G += [v]
+                G.extend(v)
+            return out
+    """, lists) == expect("""
+        def f(self, x, other):
+            global G
+            out = []
+            out = ag__.list_extend(out, x)
+            self.out = ag__.list_iadd(self.out, [x])
+            for v in x:
+                out = ag__.list_iadd(out, [v])
+                out = ag__.list_iadd(out, [w for w in v])
+                ag__.st_attr(self, 'out', ag__.list_extend(self.out, v))
+                self.d['k'] = ag__.list_iadd(self.d['k'], [v])
+                out += other
+                n += 1
+                G += [v]
+                G.extend(v)
+            return out
+    """)
+
+
+def test_list_iadd_is_loop_state():
+    # The rewritten `+=` on an attribute is an assignment: control_flow threads `self.out`.
+    out = convert("""
+        def f(self, n):
+            while n > 0:
+                self.out += [n]
+                n -= 1
+    """, lists, control_flow)
+    assert "self.out = ag__.list_iadd(self.out, [n])" in out
+    assert "ag__.while_stmt(loop_test, loop_body, (n, ag__.ld_attr(self, 'out')), ('n', 'self.out'))" in out

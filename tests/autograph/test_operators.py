@@ -325,3 +325,59 @@ def test_list_ops_staged(backend):
     assert unwrap(l) == [1, 2]
     l, x = ops.list_pop(l)
     assert unwrap(l) == [1] and unwrap(x) == 2
+
+
+def test_list_extend_and_iadd_plain_behave_like_python():
+    l = [1]
+    assert ops.list_extend(l, (2, 3)) is l and l == [1, 2, 3]
+    assert ops.list_iadd(l, [4]) is l and l == [1, 2, 3, 4]
+    with pytest.raises(TypeError, match="can only concatenate tuple"):  # as `t = (1,); t += [2]`
+        ops.list_iadd((1,), [2])
+    import collections
+    d = collections.deque([1])
+    assert ops.list_extend(d, [2]) is d and list(d) == [1, 2]
+    assert ops.list_iadd(d, [3]) is d and list(d) == [1, 2, 3]
+
+
+def test_list_extend_and_iadd_staged(backend):
+    l = ops.list_extend(Staged([1]), [2, Staged(3)])
+    l = ops.list_iadd(l, [4])
+    assert unwrap(l) == [1, 2, 3, 4] and backend.calls["list_extend"] == 2
+    # A staged non-list: the backend declines and the value's own `+=` runs.
+    assert unwrap(ops.list_iadd(Staged(1), Staged(2))) == 3
+
+
+class _ReadOnly:
+    def __init__(self):
+        self._items = []
+
+    @property
+    def items(self):
+        return self._items
+
+    @property
+    def copy(self):
+        return list(self._items)
+
+
+def test_st_attr_plain_value_on_a_read_only_property_is_not_stored(backend):
+    # The store is AutoGraph's, not the user's: `obj.copy.append(1)` in Python assigns nothing.
+    obj = _ReadOnly()
+    ops.st_attr(obj, "items", ops.list_append(obj.items, 1))
+    ops.st_attr(obj, "copy", ops.list_append(obj.copy, 2))
+    ops.st_item((obj.items,), 0, ops.list_append([], 3))
+    assert obj.items == [1]
+
+
+def test_st_attr_graph_value_that_cannot_be_stored_says_what_to_do(backend):
+    obj = _ReadOnly()
+    with pytest.raises(AttributeError) as info:
+        ops.st_attr(obj, "items", Staged([1]))
+    msg = str(info.value)
+    assert "attribute 'items' of '_ReadOnly' object" in msg and "has no setter" in msg
+    assert f"{__file__}:" in msg and "local variable (`items = []`" in msg
+    assert isinstance(info.value.__cause__, AttributeError)
+    with pytest.raises(AttributeError, match="frozen"):
+        ops.st_attr(obj, "items", [Staged(1)])  # a Python list rebuilt around graph values
+    with pytest.raises(TypeError, match=r"item 0 of 'tuple' object .* does not support item assignment"):
+        ops.st_item(([],), 0, Staged([1]))

@@ -33,7 +33,7 @@ from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_inf
 _PER_SCOPE_EARLY = ((break_statements, (gast.Break, gast.For, gast.While)),
                     (continue_statements, (gast.Continue,)),
                     (return_statements, (gast.Return,)))
-_WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute,)), (call_trees, (gast.Call,)))
+_WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute, gast.AugAssign)), (call_trees, (gast.Call,)))
 _WHOLE_TREE_LATE = ((conditional_expressions, (gast.IfExp,)),
                     (logical_expressions, (gast.BoolOp, gast.UnaryOp, gast.Compare)))
 

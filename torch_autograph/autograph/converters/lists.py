@@ -1,25 +1,47 @@
-"""Makes list mutations inside loops and branches explicit state (decision 4).
+"""Makes list mutations explicit state so lists can grow in tensor loops (decision 4).
 
     for x in xs:                       for x in xs:
         l.append(x)           ->           l = ag__.list_append(l, x)
         y = l.pop()                        l, y = ag__.list_pop(l)
+        l.extend(x)                        l = ag__.list_extend(l, x)
+        l += [x]                           l = ag__.list_iadd(l, [x])
         self.out.append(x)                 ag__.st_attr(self, 'out', ag__.list_append(self.out, x))
         z = self.out.pop()                 list_, z = ag__.list_pop(self.out)
                                            ag__.st_attr(self, 'out', list_)
+        self.out += [x]                    self.out = ag__.list_iadd(self.out, [x])
 
-`name.append(e)` / `name.pop(...)` statements are rewritten when the name is
-local to the function (a parameter or assigned in it): it then counts as
-modified, so control_flow threads it through the loop like any other loop
-variable. A global or closure list is left alone: rebinding it would make
-it a local of the function (UnboundLocalError).
+`append` and `pop` are rewritten inside if/while/for bodies, `extend` and
+`+= <list display or comprehension>` everywhere (after a loop the list may
+be a graph list, which has `append`/`pop` methods but no `extend`/`+=`). A
+`+=` whose right side is not visibly a list (`l += other`, `i += 1`) is left
+to Python; on a graph list it raises an error that says to use `extend`.
 
-On an attribute or constant subscript (`self.out`, `obj.a.b`, `d['k']`)
-the new list is stored back with `ag__.st_attr` / `ag__.st_item`, which
-activity analysis counts as assigning that symbol, so control_flow threads
-it like `self.out = ...` (see state.py). They store only a different object:
-on a plain list, which `list_append` mutates and returns, nothing is
-assigned, so plain Python code behaves as written (a read-only property
-holding a list keeps working).
+A simple name is rewritten when it is local to the function (a parameter or
+assigned in it): it then counts as modified, so control_flow threads it
+through the loop like any other loop variable. A global or closure list is
+left alone: rebinding it would make it a local of the function
+(UnboundLocalError).
+
+On an attribute or constant subscript (`self.out`, `obj.a.b`, `d['k']`) the
+list a method returns is stored back with `ag__.st_attr` / `ag__.st_item`,
+which activity analysis counts as assigning that symbol, so control_flow
+threads it like `self.out = ...` (see state.py). `+=` keeps Python's own
+store (`self.out = ...`: Python assigns after `+=` too).
+
+Plain Python values: `list_append` & co. mutate the list and return it, and
+the stores skip an identical object, so nothing is assigned and the code
+behaves as written; a read-only property holding a list keeps working (a
+store such an object refuses is dropped when the value is plain).
+
+Staged loops and branches: the list becomes a graph list (a new object
+standing for the run-time list), which must be stored back. An attribute or
+item that cannot be set (a property without a setter, a frozen dataclass, a
+tuple) then raises AttributeError / TypeError naming the attribute, its class
+and the user's line; keep such a list in a local variable instead. After the
+call the attribute still holds that graph list, not a list of tensors: the
+store was a Python side effect, run at trace time only (SPEC decision 14).
+Touching it outside the graph raises InaccessibleTensorError saying so;
+return the list (or `torch.stack(lst)`) from the function instead.
 """
 
 from __future__ import annotations
@@ -29,6 +51,7 @@ from typing import Optional
 import gast
 
 from torch_autograph.autograph.pyct import qual_names, templates, transformer
+
 
 def _method_call(node: gast.AST, method: str) -> Optional[tuple]:
     """(the list expression, args) of `<list>.method(args)` on a name or qualified symbol."""
@@ -91,6 +114,13 @@ class _ListTransformer(transformer.Transformer):
         return not isinstance(target, gast.Name) or target.id in self.local
 
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:
+        # extend / += also after a loop, where a graph list has no method for them (append and pop do).
+        extend = _method_call(node.value, "extend")
+        if extend is not None and len(extend[1]) == 1 and self._rewritable(extend[0]):
+            target, (items,) = extend
+            new = _store(target, templates.replace_as_expression(
+                "ag__.list_extend(l, x)", l=_load(target), x=items))
+            return transformer.copy_location(new, node)
         if self.depth:
             append = _method_call(node.value, "append")
             if append is not None and len(append[1]) == 1 and self._rewritable(append[0]):
@@ -105,6 +135,14 @@ class _ListTransformer(transformer.Transformer):
                     "ag__.list_pop(l, args)[0]", l=_load(target),
                     args=args[0] if args else "placeholder_")
                 return transformer.copy_location(_store(target, _drop_placeholder(popped)), node)
+        return node
+
+    def visit_AugAssign(self, node: gast.AugAssign) -> gast.stmt:
+        # Only a visible list on the right: `i += 1` stays as written.
+        if (isinstance(node.op, gast.Add) and isinstance(node.value, (gast.List, gast.ListComp))
+                and qual_names.from_node(node.target) is not None and self._rewritable(node.target)):
+            value = templates.replace_as_expression("ag__.list_iadd(l, x)", l=_load(node.target), x=node.value)
+            return transformer.copy_location(gast.Assign(targets=[node.target], value=value), node)
         return node
 
     def visit_Assign(self, node: gast.Assign) -> list:

@@ -123,6 +123,13 @@ class StagingBackend(Protocol):
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         """`target.pop(*args)` on a staged list; returns (new list, element)."""
 
+    def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
+        """`target.extend(items)` (or `target += items`) where target is staged; returns the new list.
+
+        Return NotImplemented when `target` is not a staged list (e.g. a staged
+        tensor under `+=`): the operator then does what Python would.
+        """
+
 
 class _Registry:
     """Holds the one registered backend (None: everything is plain Python)."""

@@ -1,8 +1,10 @@
 """Functional list operations so that lists can be loop state (decision 4).
 
 Inside loops and branches `l.append(x)` becomes `l = ag__.list_append(l, x)`
-and `y = l.pop()` becomes `l, y = ag__.list_pop(l)`; with a plain list they
-mutate it in place and return it, exactly like the method calls.
+and `y = l.pop()` becomes `l, y = ag__.list_pop(l)`; everywhere `l.extend(xs)`
+becomes `l = ag__.list_extend(l, xs)` and `l += [x]` becomes
+`l = ag__.list_iadd(l, [x])` (see converters/lists.py). With a plain list they
+mutate it in place and return it, exactly like the method calls and `+=`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,32 @@ def list_pop(target: Any, *args: Any) -> tuple[Any, Any]:
     if b is None or type(target) in _PLAIN or not b.is_staged(target):
         return target, target.pop(*args)
     return b.list_pop(target, args, dispatch.caller_origin())
+
+
+def list_extend(target: Any, items: Any) -> Any:
+    """`target.extend(items)`; returns the (possibly new, if staged) list."""
+    b = _registry.backend
+    if b is not None and type(target) not in _PLAIN and b.is_staged(target):
+        out = b.list_extend(target, items, dispatch.caller_origin())
+        if out is not NotImplemented:
+            return out
+    target.extend(items)
+    return target
+
+
+def list_iadd(target: Any, items: Any) -> Any:
+    """`target += items`; returns the new value of `target`.
+
+    A staged list is extended like `list_extend`; anything else (a plain list,
+    a tensor, a tuple) gets Python's own `+=`.
+    """
+    b = _registry.backend
+    if b is not None and type(target) not in _PLAIN and b.is_staged(target):
+        out = b.list_extend(target, items, dispatch.caller_origin())
+        if out is not NotImplemented:
+            return out
+    target += items
+    return target
 
 
 def new_list(iterable: Iterable[Any] = ()) -> list:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from torch_autograph.autograph.operators import dispatch
+
 
 class Undefined:
     """Stands for a variable that is not bound yet (its name kept for messages).
@@ -79,7 +81,10 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
         if current is not _MISSING:
             delattr(obj, name)
     elif current is not value:
-        setattr(obj, name, value)
+        try:
+            setattr(obj, name, value)
+        except (AttributeError, TypeError) as e:
+            _store_failed(e, f"attribute '{name}' of {type(obj).__name__!r} object", name, value)
 
 
 def ld_item(obj: Any, key: Any) -> Any:
@@ -100,7 +105,51 @@ def st_item(obj: Any, key: Any, value: Any) -> None:
         if current is not _MISSING:
             del obj[key]
     elif current is not value:
-        obj[key] = value
+        try:
+            obj[key] = value
+        except TypeError as e:
+            _store_failed(e, f"item {key!r} of {type(obj).__name__!r} object", repr(key), value)
+
+
+def _store_failed(error: Exception, what: str, name: str, value: Any) -> None:
+    """Handles a store the object refused (a property without a setter, a frozen object, a tuple).
+
+    A plain value is only ever stored by AutoGraph itself, never by a user
+    assignment (that one would have failed first): e.g. after
+    `self.items.append(x)` on a property returning a fresh list per read, which
+    Python never assigns. Such a store is dropped. A graph value must be
+    stored for the staged `if`/loop to work: that raises, saying what to do.
+    """
+    if not _holds_graph_values(value):
+        return
+    cls = AttributeError if isinstance(error, AttributeError) else TypeError
+    raise cls(_cannot_store(what, name, value, error)) from error
+
+
+def _holds_graph_values(value: Any) -> bool:
+    """A staged value, or a Python container the backend rebuilt around staged ones."""
+    if isinstance(value, (list, tuple)):
+        return dispatch.staged_any(value)
+    if isinstance(value, dict):
+        return dispatch.staged_any(value.values())
+    return dispatch.is_staged(value)
+
+
+def _cannot_store(what: str, name: str, value: Any, cause: BaseException) -> str:
+    """Why a staged `if`/loop cannot write its state back into `what`, and what to do."""
+    origin = dispatch.caller_origin(4)
+    shown = repr(value)
+    if len(shown) > 100:
+        shown = f"a {type(value).__name__} of {len(value)} graph values" if isinstance(value, (list, tuple)) \
+            else shown[:97] + "..."
+    local = name if name.isidentifier() else "items"
+    return (f"cannot store {shown} back in the {what} at {origin} (`{origin.source_line}`): {cause}.\n"
+            "The tensor `if`/loop there carries it as state because the code grows a list in it "
+            "(`.append`, `.pop`, `.extend`, `+= [...]`): while tracing, the list becomes a graph list (or a "
+            "new list of graph tensors), a new object that AutoGraph must assign back, and this object does "
+            "not allow that (a property without a setter, __slots__, a frozen or read-only container).\n"
+            f"Fix: keep the list in a local variable (`{local} = []` before the loop, `{local}.append(...)` "
+            "in it) and use or return that; or make the attribute settable (e.g. give the property a setter).")
 
 
 _MISSING = object()
