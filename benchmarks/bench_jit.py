@@ -64,24 +64,10 @@ def latency_workload(which: str) -> tuple[Any, tuple]:
     """The function and arguments whose first jit call `compile_latency` times: "P2j" or "P4j"."""
     if which == "P2j":
         return chain, (torch.randn(16),)
-    from bench_train_step import make_model
+    from bench_train_step import make_model, train_step_fn
 
-    return p4_train_step(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), \
+    return train_step_fn(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), \
         (torch.randn(32, 20), torch.randint(0, 3, (32,)))
-
-
-def p4_train_step(model: torch.nn.Module, opt: Any) -> Any:
-    """The P4 training step (tape + optimizer) on `model`."""
-    import torch.nn.functional as F
-
-    def train_step(x, y):
-        with ta.GradientTape() as tape:
-            loss = F.cross_entropy(model(x), y)
-        params = list(model.parameters())
-        opt.apply_gradients(zip(tape.gradient(loss, params), params))
-        return loss
-
-    return train_step
 
 
 def compile_latency(which: str = "P2j") -> tuple[float, float, float]:
@@ -178,9 +164,9 @@ def run_p3j(settings: Settings) -> list[Row]:
 
 
 def run_p4j(settings: Settings) -> list[Row]:
-    from bench_train_step import eager_step_fn, make_model
+    from bench_train_step import eager_step_fn, make_model, train_step_fn
 
-    J = ta.function(p4_train_step(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), jit_compile=True)
+    J = ta.function(train_step_fn(make_model(), ta.optimizers.Adam(learning_rate=1e-3)), jit_compile=True)
     x, y = torch.randn(32, 20), torch.randint(0, 3, (32,))
     eager_step = eager_step_fn(make_model())
     try:

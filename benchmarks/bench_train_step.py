@@ -16,6 +16,7 @@ import os
 import resource
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Candidate, Row, Settings, print_rows, run_interleaved  # noqa: E402
@@ -34,10 +35,9 @@ def make_model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 3))
 
 
-def graph_step_fn(model: torch.nn.Module):
-    opt = ta.optimizers.Adam(learning_rate=1e-3)
+def train_step_fn(model: torch.nn.Module, opt: Any) -> Any:
+    """The P4 training step (tape + optimizer) on `model`, as plain Python (P4 and P4j wrap it)."""
 
-    @ta.function
     def train_step(x, y):
         with ta.GradientTape() as tape:
             loss = F.cross_entropy(model(x), y)
@@ -46,6 +46,10 @@ def graph_step_fn(model: torch.nn.Module):
         return loss
 
     return train_step
+
+
+def graph_step_fn(model: torch.nn.Module):
+    return ta.function(train_step_fn(model, ta.optimizers.Adam(learning_rate=1e-3)))
 
 
 def eager_step_fn(model: torch.nn.Module):

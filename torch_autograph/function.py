@@ -33,7 +33,7 @@ import torch
 
 from . import nest
 from . import signatures as sig
-from .backends.torch_codegen import compile_graph, runtime_error_note
+from .backends.torch_codegen import add_runtime_error_note, compile_graph
 from .config import _config
 from .graph import tracer
 from .graph.graph import Graph, Value, ValueKind
@@ -222,15 +222,7 @@ class ConcreteFunction:
 
 def _note_runtime_error(e: BaseException, cf: "ConcreteFunction") -> None:
     """Name the user line whose op failed while a graph ran (once per exception)."""
-    if getattr(e, "_ta_runtime_note", False):
-        return
-    note = runtime_error_note(e, cf._default_fn)
-    if note is not None:
-        try:
-            e.add_note(note)
-            e._ta_runtime_note = True
-        except (AttributeError, TypeError):
-            pass
+    add_runtime_error_note(e, cf._default_fn)
 
 
 def _public_type(t: Any) -> Any:

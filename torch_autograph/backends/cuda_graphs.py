@@ -465,7 +465,7 @@ class GraphedFunction:
         try:
             return self.fn(*args)
         except Exception as e:
-            _note_error(e, self.fn)
+            torch_codegen.add_runtime_error_note(e, self.fn)
             raise
 
     def _grad_needed(self, args: tuple) -> str | None:
@@ -501,7 +501,7 @@ class GraphedFunction:
             try:
                 out = self.capturer.warm_up(self.fn, static, device)
             except Exception as e:
-                _note_error(e, self.fn)
+                torch_codegen.add_runtime_error_note(e, self.fn)
                 raise
             mutated = [i for i, v in zip(tensors, versions) if static[i]._version != v]
             with torch.no_grad():
@@ -632,19 +632,6 @@ def _leaves(obj: Any) -> Iterator[Any]:
             yield from _leaves(x)
     else:
         yield obj
-
-
-def _note_error(e: BaseException, fn: Callable[..., Any]) -> None:
-    """Name the user line whose op failed (the default backend's origins), once per exception."""
-    if getattr(e, "_ta_runtime_note", False):
-        return
-    note = torch_codegen.runtime_error_note(e, fn)
-    if note is not None:
-        try:
-            e.add_note(note)
-            e._ta_runtime_note = True
-        except (AttributeError, TypeError):
-            pass
 
 
 def _node_words(node: Node) -> str:

@@ -270,6 +270,19 @@ def compile_graph(graph: Graph, return_tuple: bool = True) -> Callable[..., Any]
     return namespace[fn_name]
 
 
+def add_runtime_error_note(exc: BaseException, fn: Callable[..., Any]) -> None:
+    """Add `runtime_error_note` to `exc` (once per exception, however many wrappers it passes)."""
+    if getattr(exc, "_ta_runtime_note", False):
+        return
+    note = runtime_error_note(exc, fn)
+    if note is not None:
+        try:
+            exc.add_note(note)
+            exc._ta_runtime_note = True
+        except (AttributeError, TypeError):
+            pass
+
+
 def runtime_error_note(exc: BaseException, fn: Callable[..., Any]) -> str | None:
     """For an error raised while `fn` (a compiled graph) ran: which user line's op failed."""
     origins = getattr(fn, "__globals__", {}).get("__ta_origins__")
