@@ -566,6 +566,7 @@ class Function:
             try:
                 result = target(*args, **kwargs)
             except Exception as e:
+                tracer.explain_trace_error(e, state)
                 _add_user_frames(e)
                 raise
             result = _finish_outputs(state, graph, result)

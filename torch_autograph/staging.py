@@ -16,7 +16,7 @@ import torch
 import types
 
 from .autograph import convert, register_backend
-from .autograph.api import register_call_override
+from .autograph.api import register_builtin_call_override, register_call_override
 from .autograph.operators.py_builtins import LazyEnumerate, LazyIterable, LazyRange, LazyZip
 from .autograph.operators.control_flow import check_branch_outputs
 from .autograph.operators.variables import Undefined, UndefinedReturnValue
@@ -417,7 +417,47 @@ def call_module(module: Any, args: tuple, kwargs: dict) -> Any:
             m.__dict__.pop("forward", None)
 
 
+def call_torch_builtin(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Call a torch C function from converted code while tracing, staging what its parser would reject.
+
+    torch's argument parser rejects a run-time Python number (`n = x.size(0)`
+    of a dim unknown in the trace) as the first of varargs sizes
+    (`torch.zeros(n, 2)`, `p.expand(n, 3)`) before any `__torch_function__`
+    runs; such calls are recorded here directly. A TypeError from a torch call
+    given None among its sizes gets an explanation: the None is most likely a
+    dim of `x.shape` that is unknown in this trace.
+    """
+    if tracer.current() is None:
+        return NotImplemented
+    self_ = getattr(f, "__self__", None)
+    if isinstance(self_, torch.Tensor):  # a method of a real tensor (a parameter, a closure tensor)
+        target, target_args = getattr(torch.Tensor, f.__name__, None), (self_,) + args
+    elif (getattr(f, "__module__", None) or "").startswith("torch"):
+        target, target_args = f, args
+    else:
+        return NotImplemented
+    if target is not None and (_holds_run_time_number(args) or _holds_run_time_number(kwargs.values())):
+        return tracer.record(target, target_args, kwargs)
+    try:
+        return f(*args, **kwargs)
+    except TypeError as e:
+        if not tracer.holds_none(args, kwargs):
+            raise
+        raise tracer.unknown_dim_error(e, f.__name__, args, kwargs) from None
+
+
+def _holds_run_time_number(items: Any) -> bool:
+    for a in items:
+        if type(a) in (tuple, list):
+            if any(_is_scalar(b) for b in a):
+                return True
+        elif _is_scalar(a):
+            return True
+    return False
+
+
 def install() -> None:
     register_backend(TorchStagingBackend())
     register_call_override(call_module)
+    register_builtin_call_override(call_torch_builtin)
     tracer.register_origin_mapper(_map_origin)

@@ -133,6 +133,19 @@ def register_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
         _call_overrides.append(override)
 
 
+# Callables that may stage a call of a builtin (C) function, e.g. a torch factory given a value
+# of the library's own types that the function's argument parser would reject before any
+# Python-level dispatch. Each returns NotImplemented to decline; they are asked only while
+# nothing else claims the builtin, and must be cheap when nothing is being staged.
+_builtin_call_overrides: list[Callable[[Any, tuple, dict], Any]] = []
+
+
+def register_builtin_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
+    """Let a library stage calls of builtin functions made from converted code (e.g. torch.zeros(n, 2))."""
+    if override not in _builtin_call_overrides:
+        _builtin_call_overrides.append(override)
+
+
 _overload_of = py_builtins.BUILTIN_OVERLOADS.get
 
 
@@ -140,6 +153,8 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
     """Calls `f(*args, **kwargs)`, converting `f` first if it is user code.
 
     Builtins with staged overloads (len, range, ...) go to the overloads;
+    other builtins are offered to the registered builtin call overrides
+    first (e.g. torch factories given run-time sizes while tracing);
     functions and methods of user modules are converted (cached); library
     functions, builtins, classes, generators and objects marked with
     `__autograph_do_not_convert__` are called as they are.
@@ -170,7 +185,12 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
                 result = override(f, args, kwargs or {})
                 if result is not NotImplemented:
                     return result
-        elif t is not types.BuiltinFunctionType and t is not type and not getattr(
+        elif t is types.BuiltinFunctionType:
+            for override in _builtin_call_overrides:
+                result = override(f, args, kwargs or {})
+                if result is not NotImplemented:
+                    return result
+        elif t is not type and not getattr(
                 f, _DO_NOT_CONVERT, False):
             for override in _call_overrides:
                 result = override(f, args, kwargs or {})

@@ -45,6 +45,10 @@ class Value:
             None when even the rank is unknown.
         device: where the tensor lives (None for SCALAR values).
         kind: TENSOR or SCALAR.
+        stand_ins: for a SCALAR computed from sizes unknown while tracing
+            (`x.size(0) * 3`), its value in each of shape inference's runs,
+            where every unknown dim has a sentinel size (`(51, 57)` for dims
+            of 17 and 19); None when not known (e.g. a number read from data).
 
     Printed form: `%linear: float32[None, 8] cpu`.
     """
@@ -54,6 +58,7 @@ class Value:
     shape: tuple[int | None, ...] | None
     device: torch.device | None
     kind: ValueKind = ValueKind.TENSOR
+    stand_ins: tuple | None = None
 
     def type_str(self) -> str:
         if self.kind is ValueKind.SCALAR:

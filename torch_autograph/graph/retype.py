@@ -118,7 +118,7 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
         if (meta.dtype, meta.shape, meta.device, meta.kind) == (old.dtype, old.shape, old.device, old.kind):
             new_outputs.append(old)
             continue
-        new = Value(old.name, meta.dtype, meta.shape, meta.device, meta.kind)
+        new = Value(old.name, meta.dtype, meta.shape, meta.device, meta.kind, meta.stand_ins)
         mapping[id(old)] = new
         new_outputs.append(new)
     node.outputs = tuple(new_outputs)

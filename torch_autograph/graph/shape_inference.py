@@ -2,7 +2,9 @@
 
 Unknown sizes (None dims, run-time Python ints) are replaced by a sentinel
 size; the op runs twice with two different sentinels and every output dim that
-differs between the runs is unknown (None). Ops whose output shape depends on
+differs between the runs is unknown (None). A run-time number computed from
+sizes (`x.size(0) * 3`) remembers its value in each run (`Value.stand_ins`),
+so that it agrees with the sentinel dims it came from (51 beside a dim of 17). Ops whose output shape depends on
 the data (nonzero, unique, boolean masks) cannot run on meta; they run once on
 small real CPU tensors filled with zeros and once filled with varied data, and
 dims that differ are unknown. The memo makes a repeated op cost about 1 µs.
@@ -31,6 +33,11 @@ class Meta:
     shape: tuple[int | None, ...] | None
     device: torch.device | None
     kind: ValueKind = ValueKind.TENSOR
+    stand_ins: tuple | None = None  # a SCALAR's value in each sentinel run (see `Value.stand_ins`)
+
+
+class UnknownOutputCount(Exception):
+    """An op returned a different number of tensors in the sentinel runs (e.g. `x.split(1)` of a None dim)."""
 
 
 class DataDependentValue(Exception):
@@ -74,12 +81,18 @@ class ShapeInference:
         scalars = any(v.kind is ValueKind.SCALAR for v in values)
         try:
             try:
-                runs = [_run(func, args, kwargs, s, "meta") for s in (_SENTINELS if unknown else _SENTINELS[:1])]
-            except (IndexError, RuntimeError, ValueError):
+                runs = [_run(func, args, kwargs, r, "meta") for r in range(2 if unknown else 1)]
+            except (IndexError, RuntimeError, ValueError) as first_error:
                 if not scalars:
                     raise
-                # A run-time scalar used as an index: retry with small scalar sentinels.
-                runs = [_run(func, args, kwargs, s, "meta", scalar) for s, scalar in zip(_SENTINELS, (0, 1))]
+                # A run-time scalar with no stand-ins (a loop counter) used as an index: retry with
+                # small numbers for it; the first error is the one that describes the user's call.
+                try:
+                    runs = [_run(func, args, kwargs, r, "meta", scalar) for r, scalar in enumerate((0, 1))]
+                except (IndexError, RuntimeError, ValueError) as retry_error:
+                    if isinstance(retry_error, RuntimeError) and _looks_data_dependent(retry_error):
+                        raise
+                    raise first_error from None
         except (NotImplementedError, RuntimeError) as meta_error:
             if not _looks_data_dependent(meta_error):
                 raise
@@ -105,7 +118,7 @@ def _memo_key(func: Callable, args: tuple, kwargs: dict, device_hint: torch.devi
 
 def _key_of(obj: Any) -> Any:
     if isinstance(obj, Value):
-        return (obj.kind, obj.dtype, obj.shape, obj.device)
+        return (obj.kind, obj.dtype, obj.shape, obj.device, obj.stand_ins)
     if isinstance(obj, (list, tuple)):
         return (type(obj), tuple(_key_of(x) for x in obj))
     if isinstance(obj, dict):
@@ -117,15 +130,19 @@ def _key_of(obj: Any) -> Any:
     return (type(obj), obj)
 
 
-def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None, scalar: int | None = None) -> Any:
+def _materialize(obj: Any, run: int, device: str, fill: str | None = None, scalar: int | None = None) -> Any:
+    """`obj` with each Value replaced by a stand-in for shape inference's run number `run`."""
+    sentinel = _SENTINELS[run]
     if isinstance(obj, Value):
         if obj.kind is ValueKind.SCALAR:
+            if obj.stand_ins is not None:
+                return obj.stand_ins[run]
             return _SCALAR_TYPES.get(obj.dtype, int)(sentinel if scalar is None else scalar)
         if obj.kind is ValueKind.LIST:
             if obj.dtype is None:
                 return []
             elem = Value(obj.name, obj.dtype, obj.shape, obj.device)
-            return [_materialize(elem, sentinel, device, fill, scalar) for _ in range(sentinel)]
+            return [_materialize(elem, run, device, fill, scalar) for _ in range(sentinel)]
         shape = tuple(sentinel if d is None else d for d in (obj.shape if obj.shape is not None else (sentinel,)))
         t = torch.zeros(shape, dtype=obj.dtype, device=device)
         if fill == "large" and obj.dtype != torch.bool:
@@ -138,12 +155,12 @@ def _materialize(obj: Any, sentinel: int, device: str, fill: str | None = None, 
                 t = (torch.arange(n) % 7 + 1).reshape(shape).to(obj.dtype)
         return t
     if isinstance(obj, (list, tuple)):
-        items = [_materialize(x, sentinel, device, fill, scalar) for x in obj]
+        items = [_materialize(x, run, device, fill, scalar) for x in obj]
         return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
     if isinstance(obj, dict):
-        return {k: _materialize(v, sentinel, device, fill, scalar) for k, v in obj.items()}
+        return {k: _materialize(v, run, device, fill, scalar) for k, v in obj.items()}
     if isinstance(obj, slice):
-        return slice(*(_materialize(x, sentinel, device, fill, scalar) for x in (obj.start, obj.stop, obj.step)))
+        return slice(*(_materialize(x, run, device, fill, scalar) for x in (obj.start, obj.stop, obj.step)))
     return obj
 
 
@@ -158,9 +175,9 @@ def _strip_device(func: Callable, args: tuple, kwargs: dict) -> tuple[tuple, dic
     return args, kwargs
 
 
-def _run(func: Callable, args: tuple, kwargs: dict, sentinel: int, device: str, scalar: int | None = None) -> Any:
-    a, k = _strip_device(func, _materialize(args, sentinel, device, None, scalar),
-                         _materialize(kwargs, sentinel, device, None, scalar))
+def _run(func: Callable, args: tuple, kwargs: dict, run: int, device: str, scalar: int | None = None) -> Any:
+    a, k = _strip_device(func, _materialize(args, run, device, None, scalar),
+                         _materialize(kwargs, run, device, None, scalar))
     if func in (torch.Tensor.cuda, torch.Tensor.cpu):
         return a[0].clone()
     if device == "meta" and "device" not in k and not any(v.kind is ValueKind.TENSOR for v in iter_values((args, kwargs))):
@@ -179,8 +196,8 @@ def _run_on_real_data(func: Callable, args: tuple, kwargs: dict) -> list:
         # Two runs on different data tell which output dims depend on the data. Some fills are
         # invalid for some ops (torch.arange(1, n, 2) with n = 0), so a third fill stands by.
         for fill in (None, "varied", "large"):
-            a = _materialize(args, _SENTINELS[0], "cpu", fill)
-            k = _materialize(kwargs, _SENTINELS[0], "cpu", fill)
+            a = _materialize(args, 0, "cpu", fill)
+            k = _materialize(kwargs, 0, "cpu", fill)
             if "device" in k:
                 k["device"] = "cpu"
             try:
@@ -206,6 +223,8 @@ def _merge(runs: list, device: torch.device | None, *, data_dependent: bool, unk
                 shape = tuple(None if i == 0 else d for i, d in enumerate(shape))
         return Meta(first.dtype, shape, device)
     if isinstance(first, (tuple, list)) and not isinstance(first, torch.Size):
+        if any(len(r) != len(first) for r in runs[1:]):
+            raise UnknownOutputCount(tuple(len(r) for r in runs))
         merged = [_merge([r[i] for r in runs], device, data_dependent=data_dependent, unknown_rank=unknown_rank,
                          unknown=unknown) for i in range(len(first))]
         if hasattr(first, "_fields") or type(first).__module__ == "torch.return_types":
@@ -215,7 +234,10 @@ def _merge(runs: list, device: torch.device | None, *, data_dependent: bool, unk
         if data_dependent:
             raise DataDependentValue(first)
         if unknown:
-            return Meta(_SCALAR_DTYPES[type(first)], (), None, ValueKind.SCALAR)
+            # Equal values in both runs may be a coincidence (17 // 4 == 19 // 4): such a number gets the
+            # sentinels instead, so that sizes made from it stay unknown rather than wrongly static.
+            stand_ins = tuple(runs) if len(runs) == len(_SENTINELS) and len(set(runs)) == len(runs) else None
+            return Meta(_SCALAR_DTYPES[type(first)], (), None, ValueKind.SCALAR, stand_ins)
         return first
     if isinstance(first, torch.Size):
         return tuple(first)

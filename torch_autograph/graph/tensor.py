@@ -147,6 +147,8 @@ class GraphTensor:
         raise tracer.not_allowed(self, "float() of a graph tensor", "use x.to(torch.float32) to stay in the graph")
 
     def __index__(self) -> int:
+        if self._value.kind is ValueKind.SCALAR and self._trace is not None:
+            self._trace.root.refused_index = self._value  # torch's parser asks, then swallows our error
         raise tracer.not_allowed(self, "using a graph tensor as a Python index", _VALUE_FIX)
 
     def item(self) -> Any:

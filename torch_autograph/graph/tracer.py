@@ -34,8 +34,8 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
-from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, ShapeInference
-from .tensor import GraphTensor, make_graph_tensor
+from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, ShapeInference, UnknownOutputCount
+from .tensor import GraphShape, GraphTensor, make_graph_tensor
 
 _current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
 _shape_inference = ShapeInference()
@@ -96,6 +96,9 @@ class TraceState:
         self._captures: dict[int, GraphTensor] = {}
         self.modules: dict[int, torch.nn.Module] = {}
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
+        # A run-time Python number whose __index__ torch's argument parser tried since the last recorded
+        # op: if the trace then fails with a TypeError, that refusal is the likely cause.
+        self.refused_index: Value | None = None
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
         self.lift_outer: Callable[[GraphTensor], GraphTensor] | None = None
 
@@ -187,6 +190,63 @@ def not_allowed(g: GraphTensor, what: str, fix: str, error: type = OperatorNotAl
     cls = error if error is not AttributeError else type("GraphAttributeError", (OperatorNotAllowedInGraphError, AttributeError), {})
     return cls(f"{what} is not allowed while tracing: the tensor %{g._value.name} "
                f"({g._value.type_str()}) has no value yet{where}.{code}\nFix: {fix}.")
+
+
+def holds_none(args: tuple, kwargs: dict) -> bool:
+    """None as a positional argument or inside a tuple/list argument: where a dim of `x.shape` may have gone."""
+    return any(a is None for a in args) or any(
+        any(b is None for b in a) for a in (*args, *kwargs.values()) if isinstance(a, (tuple, list)))
+
+
+def unknown_dim_error(error: TypeError, fn_name: str, args: tuple, kwargs: dict) -> TypeError:
+    """torch's complaint about a None size, explained: the None is most likely a dim unknown in this trace."""
+    if getattr(error, "_ta_unknown_dims", False):
+        return error
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    shapes = [a for a in (*args, *kwargs.values()) if isinstance(a, GraphShape) and None in a]
+    what = (f"the shape {tuple(shapes[0])} of a graph tensor, whose None dims are" if shapes else
+            "None where a size goes: if it is x.shape[i], that dim is")
+    explained = TypeError(f"{error}\n{fn_name}() was given {what} unknown in this trace{where}.{code}\n"
+                          f"{_UNKNOWN_DIM_FIX}")
+    explained._ta_unknown_dims = True
+    return explained
+
+
+_UNKNOWN_DIM_FIX = (
+    "While tracing with a None dim in the input_signature (or with reduce_retracing=True), x.shape shows None "
+    "for that dim, as in TensorFlow. Fix: use x.size(i), x.size() or ta.shape(x), which give run-time values "
+    "usable as sizes and in arithmetic: torch.zeros(x.size()), torch.full((x.size(0), 3), v), "
+    "x.reshape(x.size(0) * 3).")
+
+
+def explain_trace_error(e: BaseException, state: TraceState) -> None:
+    """Add a note to a TypeError that a dim unknown in the trace most likely caused.
+
+    Two causes cannot be caught where they happen: `x.shape[0] * 3` fails in
+    user code on None, and torch's argument parser rejects a run-time number
+    as the first of varargs sizes (`torch.zeros(n, 2)`) in code AutoGraph did
+    not convert, before any Python dispatch.
+    """
+    if not isinstance(e, TypeError) or getattr(e, "_ta_unknown_dims", False):
+        return
+    refused = state.refused_index
+    if refused is not None:
+        note = (f"torch's argument parser refused the run-time Python number %{refused.name} (a value such as "
+                f"x.size(0), known only when the graph runs) where it needed a Python int. Converted code "
+                f"(AutoGraph, the default) stages such calls; in code AutoGraph does not convert (autograph=False, "
+                f"do_not_convert), pass the sizes as one tuple: torch.zeros((n, 2)), p.expand((n, 3)).")
+    elif "NoneType" in str(e) and any(v.shape is None or None in v.shape for v in state.graph.inputs
+                                      if v.kind is ValueKind.TENSOR):
+        note = f"This trace has inputs with dims unknown until the graph runs. {_UNKNOWN_DIM_FIX}"
+    else:
+        return
+    try:
+        e.add_note(note)
+        e._ta_unknown_dims = True
+    except (AttributeError, TypeError):
+        pass
 
 
 def leaked_tensor_error(g: GraphTensor) -> InaccessibleTensorError:
@@ -318,6 +378,7 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         for a in _iter_graph_tensors((args, kwargs)):
             raise leaked_tensor_error(a)
         raise AssertionError("bug in torch_autograph: record() outside a trace")
+    state.root.refused_index = None
     op, infer_fn, swap = _classify(func)
     if swap:
         args = (args[1], args[0]) + tuple(args[2:])
@@ -345,6 +406,22 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
             f"{op.name}() returns a Python value computed from tensor data, which is not known while tracing"
             f"{' at ' + str(loc) if loc else ''}.\nFix: use a tensor-returning op (e.g. torch.eq(...).all()) "
             f"so the result stays in the graph.") from None
+    except UnknownOutputCount:
+        loc = user_location()
+        code = f"\n    {loc.line}" if loc and loc.line else ""
+        raise OperatorNotAllowedInGraphError(
+            f"{op.name}() returns a number of tensors that depends on a size unknown while tracing (a None dim of "
+            f"the input_signature or reduce_retracing, or a run-time value such as x.size(0)), but a graph needs "
+            f"that number when it is traced{' at ' + str(loc) if loc else ''}.{code}\nFix: give that dim a "
+            f"static size, or use ops with a fixed number of results (indexing or narrow instead of split/chunk/"
+            f"unbind over that dim, or a loop writing a ta.TensorArray).") from None
+    except TypeError as e:
+        if holds_none(args, kwargs):
+            raise unknown_dim_error(e, op.name, args, kwargs) from None
+        loc = user_location()
+        if loc is not None:
+            e.add_note(f"while tracing {op.name} at {loc}")
+        raise
     except Exception as e:
         loc = user_location()
         if loc is not None and hasattr(e, "add_note"):
@@ -403,7 +480,7 @@ def _iter_graph_tensors(obj: Any) -> Iterator[GraphTensor]:
 def _wrap(meta: Any, state: TraceState, op: Op, outputs: list[Value]) -> tuple[Any, Any]:
     """(graph tensors mirroring `meta`, unpacking pattern of Values with None for non-tensor slots)."""
     if isinstance(meta, Meta):
-        value = Value(state.fresh_name(op.name), meta.dtype, meta.shape, meta.device, meta.kind)
+        value = Value(state.fresh_name(op.name), meta.dtype, meta.shape, meta.device, meta.kind, meta.stand_ins)
         outputs.append(value)
         return make_graph_tensor(value, state), value
     if isinstance(meta, (list, tuple)) and not isinstance(meta, str):
