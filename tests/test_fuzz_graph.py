@@ -14,6 +14,12 @@ assignments, the graph is compared with eager PyTorch only.
 `make test` runs 500 programs. For 10,000:
 
     TA_GRAPH_FUZZ_EXAMPLES=10000 .venv/bin/python -m pytest tests/test_fuzz_graph.py
+
+Such a run finds one known difference (about 2 programs in 3,000, see README
+"Semantics worth knowing"): a Python number that a tensor `if` promotes to a
+tensor on one path is a tensor on every path of the graph, so a later
+`z = y; y -= 4` updates `z` in place where eager Python, on the path where `y`
+stayed a number, rebinds `y` only.
 """
 
 import os
