@@ -16,6 +16,7 @@ import torch
 
 import torch_autograph as ta
 from eager_reference import assert_matches_eager, graph_ops
+from torch_autograph.graph import retype as retype_module
 
 X = torch.tensor([1.0, 2.0, 3.0])
 traced: list[str] = []
@@ -215,6 +216,59 @@ def augmented_assignment_in_tensor_if(x):
     return torch.stack(out)
 
 
+def promoted_through_tensor_if(x):
+    s = 0
+    for v in x:
+        note("body")
+        if v > 1.5:
+            s = s + v
+    return s
+
+
+def promoted_through_tensor_if_else(x):
+    s = 0
+    for v in x:
+        note("body")
+        if v > 1.5:
+            s = s + v
+        else:
+            s = s * 2  # a run-time int in the first trace, converted by the `if`
+    return s
+
+
+def promoted_in_place_through_tensor_if(x):
+    s = 0
+    out = []
+    for v in x:
+        note("body")
+        if v > 1.5:
+            s += v  # a new tensor the first time, then updated in place: every element of `out` is that tensor
+            out.append(s)
+    return torch.stack(out)
+
+
+def outer_int_promoted_by_inner_loop(x):
+    s = 0
+    for a in x:
+        note("outer")
+        for b in x:
+            note("inner")
+            s = s + a * b
+    return s
+
+
+def outer_int_promoted_in_place_by_inner_loop(x):
+    s = 0
+    out = []
+    for a in x:
+        note("outer")
+        for b in x:
+            note("inner")
+            s += a * b
+        out.append(s)
+    return torch.stack(out)
+
+
 ONCE = [
     (all_tensor_vars, {"body": 1}),
     (python_counter_stays_int, {"body": 1}),
@@ -235,6 +289,13 @@ ONCE = [
     (augmented_assignment_updates_aliases, {"body": 1}),
     (augmented_assignments_of_each_operator, {"body": 1}),
     (augmented_assignment_in_tensor_if, {"body": 1}),
+    # A number the tracer converted to a tensor (a tensor `if` merging it, an inner loop's initial
+    # value) is re-typed to the identity once it is a tensor of that type.
+    (promoted_through_tensor_if, {"body": 1}),
+    (promoted_through_tensor_if_else, {"body": 1}),
+    (promoted_in_place_through_tensor_if, {"body": 1}),
+    (outer_int_promoted_by_inner_loop, {"outer": 1, "inner": 1}),
+    (outer_int_promoted_in_place_by_inner_loop, {"outer": 1, "inner": 1}),
 ]
 
 
@@ -271,6 +332,26 @@ def test_promoted_counter_keeps_the_body_dtype():
     out = g(xi)
     assert out.dtype == torch.int32 and int(out) == 6
     assert g(X).dtype == torch.float32
+
+
+CONVERSIONS = [promoted_through_tensor_if, promoted_through_tensor_if_else, promoted_in_place_through_tensor_if,
+               outer_int_promoted_by_inner_loop, outer_int_promoted_in_place_by_inner_loop]
+
+
+@pytest.mark.parametrize("fn", CONVERSIONS, ids=[fn.__name__ for fn in CONVERSIONS])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32, torch.float64], ids=str)
+def test_dropped_conversions_give_what_a_second_trace_gives(fn, dtype, monkeypatch):
+    x = torch.tensor([1, 2, 3], dtype=dtype)
+    assert_matches_eager(fn, x)
+    once = ta.function(fn)(x)
+    assert once.dtype == dtype
+    # Without the re-typing of the conversion the body is traced again: same result, same dtype.
+    def refuse(node, mapping):
+        raise retype_module._CannotRetype
+
+    monkeypatch.setattr(retype_module, "_drop_conversion", refuse)
+    assert set(trace_counts(fn, x).values()) == {2}
+    torch.testing.assert_close(once, ta.function(fn)(x))
 
 
 def test_first_assigned_variable_still_checks_the_loop_ran():
@@ -362,12 +443,15 @@ def append_to_nonempty_list(x):
     return torch.stack(out)
 
 
-def promoted_through_tensor_if(x):
+def converted_to_another_dtype_by_tensor_if(x):
     s = 0
     for v in x:
         note("body")
         if v > 1.5:
-            s = s + v
+            t = s + v
+        else:
+            t = s  # a float32 tensor made from the int in the first trace; float64 in the second
+        s = torch.as_tensor(t).double()
     return s
 
 
@@ -390,22 +474,11 @@ def first_assigned_in_inner_loop(x):
     return s
 
 
-def outer_int_promoted_by_inner_loop(x):
-    s = 0
-    for a in x:
-        note("outer")
-        for b in x:
-            note("inner")
-            s = s + a * b
-    return s
-
-
 TWICE = [
     (append_to_nonempty_list, {"body": 2}),  # a list with elements may be a fixed structure
-    (promoted_through_tensor_if, {"body": 2}),  # the `if` converted the number to a tensor
+    (converted_to_another_dtype_by_tensor_if, {"body": 2}),  # the `if` converted the number to float32
     (return_tuple_in_loop, {"body": 2}),  # the returned structure is learnt by tracing
     (first_assigned_in_inner_loop, {"outer": 2, "inner": 2}),  # the inner loop started it at a placeholder
-    (outer_int_promoted_by_inner_loop, {"outer": 2, "inner": 2}),  # the inner loop promoted it
 ]
 
 

@@ -29,6 +29,7 @@ from .. import errors
 from . import lists, tracer
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
 from .passes.dead_code import eliminate_dead_code
+from .shape_inference import Meta
 from .tensor import GraphTensor, make_graph_tensor
 
 _SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
@@ -174,12 +175,22 @@ def _to_value(branch: _Branch, x: Any) -> Any:
     return x
 
 
+def number_to_tensor(x: Any, like: Value) -> GraphTensor:
+    """`torch.tensor(x)` of `like`'s dtype and device for a Python number or run-time scalar, in the current trace.
+
+    Recorded with `Op.converts_number`: re-typing tells this conversion, which
+    the tracer inserted, from a user's `torch.tensor` call.
+    """
+    op = Op(OpKind.FUNCTION, torch.tensor, "tensor", converts_number=True)
+    return tracer.record_with_meta(op, (x,), {"dtype": like.dtype, "device": like.device},
+                                   Meta(like.dtype, (), like.device, ValueKind.TENSOR))
+
+
 def _as_tensor_in(branch: _Branch, x: Any, like: Value) -> Value:
     """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
 
     def make() -> Any:
-        src = branch.state.to_graph_tensor(x) if isinstance(x, GraphTensor) else x
-        return torch.tensor(src, dtype=like.dtype, device=like.device)
+        return number_to_tensor(branch.state.to_graph_tensor(x) if isinstance(x, GraphTensor) else x, like)
 
     return branch.record(make)._value
 

@@ -100,6 +100,13 @@ class Op:
     in-place tensor op the same statement records when its target is a tensor
     (`t += 1` is `t.add_(1)`), which the node must become if its target is
     re-typed to a tensor (`retype.py`).
+
+    `converts_number` marks the `torch.tensor(n, dtype=..., device=...)` the
+    tracer itself inserts where a Python number must become a tensor (a graph
+    `if` merging it with a tensor from the other branch, a loop variable the
+    body promotes), as opposed to a user's own `torch.tensor` call: if
+    re-typing makes `n` a tensor of that dtype, a trace would insert nothing,
+    and the node becomes the identity (`retype.py`).
     """
 
     kind: OpKind
@@ -107,6 +114,7 @@ class Op:
     name: str
     stateful: bool = False
     inplace: "Op | None" = None
+    converts_number: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,12 @@ Only nodes whose recorded operation is the same whatever the input types
 (Python operators, graph-list appends, `cond` nodes made of those, run-time
 checks) can be re-typed, plus augmented assignments: `s += v` rebinds a
 Python number but updates a tensor in place, and becomes `s.add_(v)` as a
-trace would record it. For anything else `retype` gives up and the caller
-traces the body again.
+trace would record it. A conversion of a number to a tensor that the tracer
+inserted (`Op.converts_number`: a tensor `if` merging it, an inner loop
+starting from it) is dropped once its input is a tensor of its type, as a
+trace records none; an inner loop whose initial values changed only that way
+is kept as is. For anything else `retype` gives up and the caller traces the
+body again.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 import torch
 
 from . import lists, tracer
-from .graph import Graph, Node, Op, OpKind, Value, ValueKind
+from .graph import Graph, Node, Op, OpKind, Value, ValueKind, iter_values
 from .shape_inference import Meta
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
@@ -80,16 +84,39 @@ def _reads_changed(node: Node, mapping: dict[int, Value]) -> bool:
 
 def _retype_graph(g: Graph, mapping: dict[int, Value]) -> None:
     g.inputs = [mapping.get(id(v), v) for v in g.inputs]
+    kept = []
     for node in g.nodes:
-        if _reads_changed(node, mapping):
+        if not _reads_changed(node, mapping):
+            kept.append(node)
+        elif node.op.converts_number:
+            _drop_conversion(node, mapping)
+        else:
             _retype_node(node, mapping)
+            kept.append(node)
+    g.nodes = kept
     g.outputs = _sub(g.outputs, mapping)
 
 
+def _drop_conversion(node: Node, mapping: dict[int, Value]) -> None:
+    """A number the tracer converted to a tensor is now a tensor of that type: a trace converts nothing."""
+    src, (out,) = _sub(node.args[0], mapping), node.outputs
+    if not (_is_tensor(src) and src.dtype == out.dtype and src.device == out.device):
+        # Another type than the other branch or the loop variable: a trace of the re-typed body
+        # decides what to record (or reports the mismatch).
+        raise _CannotRetype
+    mapping[id(out)] = src
+
+
 def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
-    from .control_flow import CheckOp, CondOp  # (control_flow imports the loop code, which imports this)
+    from .control_flow import CheckOp, CondOp, WhileOp  # (control_flow imports the loop code, which imports this)
 
     op = node.op
+    if op.kind is OpKind.CONTROL and isinstance(op.target, WhileOp):
+        # An inner loop started from a number converted to a tensor, now the tensor itself.
+        if not _only_initial_values_changed(node, mapping):
+            raise _CannotRetype
+        node.args = _sub(node.args, mapping)
+        return
     node.args, node.kwargs = _sub(node.args, mapping), _sub(node.kwargs, mapping)
     if op.kind is OpKind.OPERATOR and op.inplace is not None and _is_tensor(node.args[0]):
         # `n += t` rebound a Python number; on a tensor the same statement updates it in place,
@@ -123,6 +150,22 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
         new_outputs.append(new)
     node.outputs = tuple(new_outputs)
     node.pattern = _sub(node.pattern, mapping)
+
+
+def _only_initial_values_changed(node: Node, mapping: dict[int, Value]) -> bool:
+    """Whether a `while` node's changed inputs are initial values (args[0]), each replaced by one of the same type.
+
+    Its sub-graphs then record what a trace with the new values would record.
+    """
+    if any(id(v) in mapping for sub in node.subgraphs for v in sub.inputs):
+        return False
+    if any(id(v) in mapping for v in iter_values((node.args[1:], node.kwargs))):
+        return False
+    return all(_type_of(mapping.get(id(v), v)) == _type_of(v) for v in iter_values(node.args[0]))
+
+
+def _type_of(v: Value) -> tuple:
+    return v.kind, v.dtype, v.shape, v.device
 
 
 def _is_tensor(x: Any) -> bool:

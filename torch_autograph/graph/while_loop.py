@@ -9,15 +9,19 @@ run-time check that the loop ran (SPEC item 65), an empty list is a graph
 list from the start and learns its element type from the appends. These are
 found after the one trace of the body, and its recorded sub-graph is re-typed
 (`retype.py`) instead of running the user's Python again, so Python side
-effects in the body run once per trace (SPEC item 62).
+effects in the body run once per trace (SPEC item 62). That includes a number
+promoted inside a tensor `if` or by an inner graph loop: the conversion to a
+tensor they recorded (`Op.converts_number`) becomes the identity.
 
 The body is traced a second time, running its Python side effects again, only
 when re-typing cannot prove the recorded operations unchanged:
 
 - a list that already has elements before the loop and grows in it (it may
   have been a fixed structure: the first trace says which);
-- a Python number promoted to a tensor that also passes through a tensor `if`
-  or an inner graph loop (they converted it with their own operations);
+- a Python number promoted to a tensor whose dtype differs from the one a
+  tensor `if` or an inner graph loop converted it to, or that an inner graph
+  loop reads without assigning it (the inner loop's recorded body reads a
+  number);
 - a list that a Python number is appended to before it is promoted
   (`out.append(n); n = n + t`): the list's element type changes with it;
 - a variable first assigned in the loop whose value is a structure (a tuple
@@ -39,7 +43,8 @@ import torch
 
 from . import lists, tracer
 from .control_flow import (UNSET, WhileOp, _Branch, _as_tensor_in, _check_predicate, _describe, _leaf_kind,
-                           _SCALAR_DTYPES, _structure_repr, _to_value, _type_words, _value_type, _where, check)
+                           _SCALAR_DTYPES, _structure_repr, _to_value, _type_words, _value_type, _where, check,
+                           number_to_tensor)
 from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
 from .passes.dead_code import eliminate_dead_code
 from .retype import retype
@@ -296,7 +301,7 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
 
 def _promoted(v: Any, like: Value) -> Any:
     """A Python number the body turns into a tensor (`total = 0; total += t`) as a tensor of the body's type."""
-    return torch.tensor(v, dtype=like.dtype, device=like.device)
+    return number_to_tensor(v, like)
 
 
 def _iterated_value(state: tracer.TraceState) -> Value:
