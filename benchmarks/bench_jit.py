@@ -97,7 +97,7 @@ def run_p2j(settings: Settings) -> list[Row]:
     if C is not None:
         check_equal("torch.compile", C(x), want, exact=False)
         cands.append(Candidate("torch.compile", "C(x)", {"C": C, "x": x}))
-        gm = ta.function(chain).get_concrete_function(x).graph.to_fx()
+        gm = ta.function(chain).get_concrete_function(x).to_fx()
         G = torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)
         check_equal("torch.compile(gm)", G(x)[0], want, exact=False)
         cands.append(Candidate("torch.compile(gm)", "G(x)", {"G": G, "x": x}))

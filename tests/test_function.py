@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
-from torch_autograph.signatures import Literal
+from torch_autograph.function.signatures import Literal
 
 X = torch.randn(3)
 
@@ -70,7 +70,7 @@ def test_methods_trace_per_instance_and_hold_the_instance_weakly():
     torch.testing.assert_close(a(X), a.lin(X))
     torch.testing.assert_close(b(X), b.lin(X))
     a(X)
-    assert a.forward is a.forward and a.forward is not b.forward
+    assert a.forward == a.forward and a.forward != b.forward  # like bound methods: equal, not identical
     assert (a.calls, b.calls) == (1, 1)
     assert a.forward.experimental_get_tracing_count() == 1 and _Net.forward.experimental_get_tracing_count() == 0
     ref = weakref.ref(a)
@@ -419,7 +419,7 @@ def test_cache_is_bounded_lru_and_evicted_traces_are_remade():
     assert count(f) == 4
     torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
     assert count(f) == 5 and len(f.concrete_functions) == 3
-    assert len(f._fast) <= 3
+    assert len(f._cache.fast) <= 3
 
 
 def test_default_max_traces_is_64():

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import torch_autograph as ta
-from torch_autograph import signatures as sig
-from torch_autograph.signatures import Identity, Literal, Structure, TensorSpec
+from torch_autograph.function import signatures as sig
+from torch_autograph.function.signatures import Identity, Literal, Structure, TensorSpec
 
 CPU = torch.device("cpu")
 

@@ -10,19 +10,18 @@ Decorated functions are traced once per input signature into a graph that
 runs on PyTorch (CPU and CUDA) with gradients through torch.autograd.
 """
 
-from . import autograph, config, errors, nest, optimizers, staged_calls, staging
+from . import autograph, config, errors, nest, staging
 from .function import ConcreteFunction, Function, TraceEvent, function
-from .graph import GraphTensor
-from .ops import cond, print, while_loop
-from .shapes import shape
-from .signatures import TensorSpec
-from .staged_calls import py_function
-from .tape import GradientTape, UnconnectedGradients
-from .variables import Variable, init_scope
-from .tensor_array import TensorArray
+from .state import optimizers
+from .state.tape import GradientTape, UnconnectedGradients
+from .state.tensor_array import TensorArray
+from .state.variables import Variable, init_scope
+from .tracing.spec import TensorSpec
+from .tracing.tensor import GraphTensor
+from .tracing.user_ops import cond, print, py_function, shape, while_loop
 
+# The one registration done at import: AutoGraph's operators stage graph values through `staging`.
 staging.install()
-staged_calls.install()
 
 __all__ = [
     "ConcreteFunction",

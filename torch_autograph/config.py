@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-
-_lock = threading.Lock()
 
 
 class _Config:
     run_eagerly: bool = False
     max_traces: int = 64
     jit_threshold: int = 100
+    filter_tracebacks: bool = True
 
 
 _config = _Config()
@@ -52,3 +50,17 @@ def set_jit_threshold(n: int) -> None:
 def get_jit_threshold() -> int:
     """The threshold set by `set_jit_threshold` (default 100)."""
     return _config.jit_threshold
+
+
+def set_filter_tracebacks(enabled: bool) -> None:
+    """Whether errors raised to the user lose torch_autograph's own frames (default True).
+
+    TensorFlow's `tf.debugging.disable_traceback_filtering()` in reverse: pass False
+    to see every frame of the library, e.g. to report a bug in it.
+    """
+    _config.filter_tracebacks = bool(enabled)
+
+
+def filter_tracebacks() -> bool:
+    """Whether `set_filter_tracebacks(True)` is in effect (the default)."""
+    return _config.filter_tracebacks

@@ -64,10 +64,10 @@ class OutOfRangeError(TorchAutographError):
 
 
 class GraphLoweringError(TorchAutographError):
-    """A graph cannot be lowered or compiled (`Graph.to_fx`, `jit_compile=True`, `cuda_graphs=True`).
+    """A graph cannot be lowered or compiled (`ConcreteFunction.to_fx`, `jit_compile=True`, `cuda_graphs=True`).
 
     Causes:
-    - `Graph.to_fx`: a `while` loop or a run-time check (`assert` on a tensor);
+    - `ConcreteFunction.to_fx`: a `while` loop or a run-time check (`assert` on a tensor);
       a `cond` whose branches mutate state, return Python values or read a
       run-time Python number as predicate. (`jit_compile=True` splits such
       graphs at their control flow instead.)

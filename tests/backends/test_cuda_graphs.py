@@ -132,8 +132,8 @@ _OBSTACLES = [
     (_if_on_tensor, 1, "(cond)", "reads its tensor predicate %gt on the host to choose a branch"),
     (_assert_on_tensor, 1, "the check node", "a run-time check (assert) reads the tensor %gt on the host"),
     (_item, 1, "node %item (item)", "reads the value of tensor %sum on the host"),
-    (_printing, 1, "the print node", "ta.print runs Python at every call"),
-    (_py_function, 1, "(sin)", "sin runs Python (ta.py_function) at every call"),
+    (_printing, 1, "the print node", "print runs Python at every call"),
+    (_py_function, 1, "(sin)", "sin runs Python at every call"),
     (_mask, 1, "node %getitem (getitem)", "its output size depends on tensor data"),
     (_nonzero, 1, "node %nonzero (nonzero)", "its output size depends on tensor data"),
     (_to_cpu, 1, "node %cpu (cpu)", "it copies a GPU tensor to the CPU"),
@@ -275,7 +275,7 @@ def _flat(out):
 def _graphed(f, *specs, capturer=None, **kw):
     cf = ta.function(f, **kw).get_concrete_function(*specs)
     capturer = capturer or RerunCapturer()
-    g = GraphedFunction(cf.graph, cf._fn, grad=cf._grad, warnings=FallbackWarnings("f"), capturer=capturer)
+    g = GraphedFunction(cf.graph, cf._fn, grad=cf.grad, warnings=FallbackWarnings("f"), capturer=capturer)
     return g, capturer
 
 

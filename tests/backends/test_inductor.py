@@ -12,7 +12,7 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.errors import GraphLoweringError
-from torch_autograph.graph.graph import ValueKind
+from torch_autograph.graph import ValueKind
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                 reason="inductor on CPU needs a C++ compiler")
@@ -267,8 +267,8 @@ def test_auto_keeps_the_default_backend_when_it_is_faster(jit_threshold):
     before = f(x)
     cf = f.concrete_functions[0]
     assert not cf.wait_for_compile(120)
-    assert cf.jit_status == "kept default" and cf._fn is cf._default_fn
-    default_s, compiled_s = cf._tier.timings
+    assert cf.jit_status == "kept default" and cf._fn is cf._compiled.default_fn
+    default_s, compiled_s = cf._compiled.timings
     assert default_s < compiled_s
     torch.testing.assert_close(f(x), before)
 
@@ -282,9 +282,9 @@ def test_auto_splits_control_flow_and_installs_the_compiled_regions_only_when_fa
     torch.testing.assert_close(_values_and_grads(f, x, n, m), want)  # starts the compile
     cf = f.concrete_functions[0]
     cf.wait_for_compile(240)
-    default_s, compiled_s = cf._tier.timings  # timed, not compiled only: no side effects in the graph
+    default_s, compiled_s = cf._compiled.timings  # timed, not compiled only: no side effects in the graph
     assert cf.jit_status == ("compiled" if compiled_s < default_s else "kept default")
-    assert (cf._fn is cf._default_fn) == (cf.jit_status == "kept default")
+    assert (cf._fn is cf._compiled.default_fn) == (cf.jit_status == "kept default")
     torch.testing.assert_close(_values_and_grads(f, x, n, m), want)
     assert f.experimental_get_tracing_count() == 1
 
@@ -303,17 +303,17 @@ def test_auto_is_tiered_same_values_and_gradients_before_and_after_the_swap(jit_
 
     before = [run(x), run(x)]
     cf = f.concrete_functions[0]
-    assert cf.jit_status == "default" and cf._fn is not cf._default_fn  # counting
+    assert cf.jit_status == "default" and cf._fn is not cf._compiled.default_fn  # counting
     calls = CALLS.numpy().item()
     run(x)  # the 3rd call starts the compile and returns without waiting for it
-    assert cf.jit_status == "compiling" and cf._fn is cf._default_fn  # no counting any more
+    assert cf.jit_status == "compiling" and cf._fn is cf._compiled.default_fn  # no counting any more
     during = 0
     while cf.jit_status == "compiling" and during < 1000:  # calls keep running meanwhile
         torch.testing.assert_close(run(x), before[0])
         during += 1
     assert during >= 1
     assert cf.wait_for_compile(120) and cf.jit_status == "compiled"
-    assert cf._fn is not cf._default_fn and cf._tier.calls == 3
+    assert cf._fn is not cf._compiled.default_fn and cf._compiled.calls == 3
     after = run(x)
     torch.testing.assert_close(after, before[0])
     torch.testing.assert_close(before[1], before[0])

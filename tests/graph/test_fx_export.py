@@ -1,4 +1,4 @@
-"""`Graph.to_fx()`: a torch.fx.GraphModule that matches eager, keeps captures by reference, and exports."""
+"""`ConcreteFunction.to_fx()`: a torch.fx.GraphModule that matches eager, keeps captures by reference, and exports."""
 
 import pytest
 import torch
@@ -28,7 +28,7 @@ def _branchy(x):
 
 
 def test_placeholders_are_the_inputs_and_captures_are_parameters_and_buffers():
-    gm = ta.function(_mlp).get_concrete_function(X).graph.to_fx()
+    gm = ta.function(_mlp).get_concrete_function(X).to_fx()
     assert isinstance(gm, torch.fx.GraphModule)
     assert [n.target for n in gm.graph.nodes if n.op == "placeholder"] == ["x"]
     assert dict(gm.named_parameters()) == {"linear_weight": LIN.weight, "linear_bias": LIN.bias}
@@ -44,7 +44,7 @@ def test_placeholders_are_the_inputs_and_captures_are_parameters_and_buffers():
 
 
 def test_gradients_flow_to_inputs_and_parameters():
-    gm = ta.function(_mlp).get_concrete_function(X).graph.to_fx()
+    gm = ta.function(_mlp).get_concrete_function(X).to_fx()
     x = X.clone().requires_grad_()
     gm(x)[0].sum().backward()
     got = x.grad, LIN.weight.grad.clone()
@@ -57,14 +57,14 @@ def test_gradients_flow_to_inputs_and_parameters():
 
 
 def test_torch_export_accepts_it():
-    gm = ta.function(_mlp).get_concrete_function(X).graph.to_fx()
+    gm = ta.function(_mlp).get_concrete_function(X).to_fx()
     ep = torch.export.export(gm, (X,))
     torch.testing.assert_close(ep.module()(X)[0], _mlp(X))
 
 
 def test_cond_becomes_torch_cond_and_grad_regions_are_kept():
     cf = ta.function(_branchy).get_concrete_function(X)
-    gm = cf.graph.to_fx()
+    gm = cf.to_fx()
     assert torch.cond in [n.target for n in gm.graph.nodes]
     for x in (X, -X, X * 10, -X * 10):
         got, want = gm(x), _branchy(x)
@@ -81,7 +81,7 @@ def test_multiple_outputs_of_one_call_are_unpacked():
         a, b = torch.split(x, 2, dim=1)
         return values, indices, a * b
 
-    gm = ta.function(f).get_concrete_function(X).graph.to_fx()
+    gm = ta.function(f).get_concrete_function(X).to_fx()
     for got, want in zip(gm(X), f(X)):
         torch.testing.assert_close(got, want)
 
@@ -98,7 +98,7 @@ def test_a_while_loop_is_a_clear_error_naming_the_node_and_line():
     cf = ta.function(_counting).get_concrete_function(X, torch.tensor(3))
     line = _counting.__code__.co_firstlineno + 2
     with pytest.raises(GraphLoweringError) as e:
-        cf.graph.to_fx()
+        cf.to_fx()
     msg = str(e.value)
     assert "`while` loop has no torch.fx lowering" in msg
     assert f'test_fx_export.py", line {line}' in msg
@@ -115,4 +115,4 @@ def test_a_branch_with_an_update_is_a_clear_error():
 
     cf = ta.function(f).get_concrete_function(X)
     with pytest.raises(GraphLoweringError, match=r"stateful op assign_add .*torch.cond branches cannot mutate"):
-        cf.graph.to_fx()
+        cf.to_fx()

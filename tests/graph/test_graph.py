@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
-from torch_autograph.graph.graph import Graph, Node, Op, OpKind, Value
+from torch_autograph.graph import Graph, Node, Op, OpKind, Value
 
 
 def _scaled_sum(x, w):

@@ -6,9 +6,9 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.backends.torch_codegen import compile_graph
-from torch_autograph.function import _finish_outputs
-from torch_autograph.graph import tracer
-from torch_autograph.graph.graph import Graph
+from torch_autograph.function.pipeline import finish_outputs as _finish_outputs
+from torch_autograph.tracing import trace as tracer
+from torch_autograph.graph import Graph
 from torch_autograph.graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
 
 

@@ -3,9 +3,9 @@
 import torch
 
 import torch_autograph as ta
-from torch_autograph.graph import shape_inference
-from torch_autograph.graph.graph import Value, ValueKind
-from torch_autograph.graph.shape_inference import Meta, ShapeInference
+from torch_autograph.tracing import shape_inference
+from torch_autograph.graph import Value, ValueKind
+from torch_autograph.tracing.shape_inference import Meta, ShapeInference
 
 
 def _v(shape, dtype=torch.float32):

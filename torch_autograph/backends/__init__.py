@@ -1,11 +1,77 @@
-"""Backends turn a Graph into something that runs."""
+"""Backends turn a finished Graph into something that runs: IR -> callable. They import only `graph/`.
 
+Every backend implements `Backend`: `compile(graph, options)` returns a
+`Compiled`, whose `fn` takes the graph's inputs positionally (placeholders,
+then captures are read by reference inside) and returns its outputs.
+
+- `torch_codegen.TorchBackend`: readable Python calling torch ops (the default).
+- `inductor.InductorBackend`: lowered to torch.fx and compiled by inductor
+  (`jit_compile=True`), split at control flow fx cannot express (`regions`).
+- `tiering.TieredBackend`: the default first, inductor in the background once
+  a function is hot (`jit_compile="auto"`).
+- `cuda_graphs.CudaGraphsBackend`: wraps another backend's code in CUDA graph
+  capture and replay (`cuda_graphs=True`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from ..graph.graph import Graph
+from ..graph import Graph
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a graph is to be compiled.
+
+    Attributes:
+        return_tuple: the callable returns a tuple of the outputs (else the single output).
+        grad: the grad mode the graph was traced under (compiled code runs under it).
+        freeze_captures: fold captured tensors into compiled code as constants (inductor).
+    """
+
+    return_tuple: bool
+    grad: bool
+    freeze_captures: bool = False
+
+
+class Compiled:
+    """A graph made runnable. `fn` runs it; a backend may `install` faster code later (tiering).
+
+    Attributes:
+        fn: the callable in use, graph inputs positionally.
+        default_fn: the default backend's callable for the same graph (run-time error notes read its lines).
+        status: which code runs, for `ConcreteFunction.jit_status`: "off" (the default backend),
+            "compiled" (inductor), and for tiering "default" -> "compiling" -> "compiled" | "kept default" |
+            "failed".
+    """
+
+    def __init__(self, fn: Callable[..., Any], status: str, default_fn: Callable[..., Any] | None = None) -> None:
+        self.fn = fn
+        self.default_fn = default_fn if default_fn is not None else fn
+        self._status = status
+        self._listeners: tuple[Callable[[Callable[..., Any]], None], ...] = ()
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    def subscribe(self, listener: Callable[[Callable[..., Any]], None]) -> None:
+        """Call `listener(fn)` whenever other code is installed (the caller keeps `fn` in a hot-path slot)."""
+        self._listeners = self._listeners + (listener,)
+
+    def install(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        for listener in self._listeners:
+            listener(fn)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a background compile, if any; True when compiled (inductor) code is in use."""
+        return self.status == "compiled"
 
 
 class Backend(Protocol):
-    """Compiles a finished graph to a callable taking the graph inputs positionally."""
+    """Compiles a finished graph (passes already run) to a `Compiled`."""
 
-    def __call__(self, graph: Graph) -> Callable[..., Any]: ...
+    def compile(self, graph: Graph, options: CompileOptions) -> Compiled: ...

@@ -68,8 +68,6 @@ supported. Calling the function inside a capture of your own runs it uncaptured
 from __future__ import annotations
 
 import operator
-import os
-import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -79,14 +77,13 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph.control_flow import CheckOp, CondOp, WhileOp
-from ..graph.graph import Graph, Node, OpKind, Value, ValueKind
-from . import regions, torch_codegen
+from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, walk_nodes
+from ..graph.walkers import iter_leaves
+from . import Compiled, CompileOptions, regions, torch_codegen
 
 MAX_LAYOUTS = 8  # captured layouts kept per ConcreteFunction; each holds a memory pool of intermediates
 _CAPTURE_LOCK = threading.RLock()  # torch allows one capture at a time per process
 _Tensor = torch.Tensor
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ----- what a capture cannot hold (graph inspection) --------------------------------------------
@@ -135,7 +132,7 @@ def find_obstacles(graph: Graph, arg_devices: Sequence[torch.device | None] | No
                                   "would reuse the value read at capture",
                                   "pass it as a CUDA tensor (move it with .cuda() before the call)"))
     cpu_inputs = {id(v) for v, d in zip(graph.inputs, devices) if _is_cpu(d)}
-    for node in _walk(graph.nodes):
+    for node in walk_nodes(graph):
         why_fix = _node_obstacle(node, cpu_inputs)
         if why_fix is not None:
             found.append(Obstacle(node, None, *why_fix))
@@ -204,24 +201,12 @@ def _control_obstacle(node: Node) -> tuple[str, str] | None:
 
 
 def _host_callable(node: Node) -> tuple[str, str] | None:
-    """Python that must run at every call: ta.print, ta.py_function (and staged optimizer calls)."""
-    t = node.op.target
-    if node.op.kind is not OpKind.FUNCTION:
-        return None
-    module = getattr(t, "__module__", None) or type(t).__module__
-    if module == "torch_autograph.ops" and getattr(t, "__name__", "") == "_print_now":
-        return ("ta.print runs Python at every call (and reads tensor values on the host), which a replay does not",
-                "print outside the function")
-    if type(t).__module__ == "torch_autograph.staged_calls":
-        return (f"{node.op.name} runs Python (ta.py_function) at every call; a replay runs only the recorded GPU "
-                f"work, so it would run once, at capture",
+    """Python that must run at every call: ta.print, ta.py_function, staged optimizer calls."""
+    if node.op.effects & Effect.RUNS_PYTHON:
+        return (f"{node.op.name} runs Python at every call (ta.print, ta.py_function or a staged optimizer call); a "
+                f"replay runs only the recorded GPU work, so it would run once, at capture",
                 "call it outside the function (for optimizers: use a ta.optimizers optimizer, whose update is "
                 "tensor ops)")
-    if module is None or module.split(".")[0] in ("torch", "torch_autograph", "builtins", "operator", "math"):
-        return None
-    if any(v.kind is ValueKind.TENSOR for v in node.input_values()):
-        return (f"it calls the Python function {node.op.name} on tensors at every call; a replay runs only the "
-                f"recorded GPU work", "call it outside the function")
     return None
 
 
@@ -258,13 +243,6 @@ def _index_obstacle(base: Any, index: Any, why: str, fix: str) -> tuple[str, str
     return None
 
 
-def _walk(nodes: list[Node]) -> Iterator[Node]:
-    for n in nodes:
-        yield n
-        for sub in n.subgraphs:
-            yield from _walk(sub.nodes)
-
-
 def _is_tensor(x: Any) -> bool:
     return isinstance(x, Value) and x.kind is ValueKind.TENSOR
 
@@ -285,7 +263,7 @@ def graph_devices(graph: Graph) -> set[str]:
     """The device types of every tensor value in `graph` ("unknown" for an input with no traced device)."""
     out = {"unknown" if v.device is None else v.device.type for v in graph.inputs if v.kind is ValueKind.TENSOR}
     out |= {t.device.type for t in graph.capture_tensors}
-    for node in _walk(graph.nodes):
+    for node in walk_nodes(graph):
         out |= {v.device.type for v in node.outputs if v.kind is ValueKind.TENSOR and v.device is not None}
     return out
 
@@ -370,8 +348,9 @@ class CudaCapturer:
 class FallbackWarnings:
     """The warnings of one Function: each kind ("cpu", "grad", "recapture") is given once."""
 
-    def __init__(self, function_name: str) -> None:
+    def __init__(self, function_name: str, emit: Callable[[Warning], None] | None = None) -> None:
         self.function_name = function_name
+        self._emit = emit  # how the warning reaches the user (the function layer points it at their line)
         self._given: set[str] = set()
         self._lock = threading.Lock()
 
@@ -380,7 +359,11 @@ class FallbackWarnings:
             if kind in self._given:
                 return
             self._given.add(kind)
-        warnings.warn(f"ta.function {self.function_name}: {text}", RuntimeWarning, stacklevel=_user_stacklevel())
+        warning = RuntimeWarning(f"ta.function {self.function_name}: {text}")
+        if self._emit is not None:
+            self._emit(warning)
+        else:
+            warnings.warn(warning, stacklevel=3)
 
 
 @dataclass
@@ -531,7 +514,7 @@ class GraphedFunction:
         dt = self.capturer.device_type
         arg_devices = [a.device if isinstance(a, _Tensor) else None for a in args]
         candidates = arg_devices + [t.device for t in self.graph.capture_tensors]
-        candidates += [v.device for n in _walk(self.graph.nodes) for v in n.outputs if v.kind is ValueKind.TENSOR]
+        candidates += [v.device for n in walk_nodes(self.graph) for v in n.outputs if v.kind is ValueKind.TENSOR]
         device = next((d for d in candidates if d is not None and d.type == dt), None)
         if device is None:
             return None
@@ -615,35 +598,16 @@ def _generators(graph: Graph, device_type: str) -> list[torch.Generator]:
     """Generators passed as `generator=` on the capture device; the default one is registered by capture."""
     found: list[torch.Generator] = []
     defaults = tuple(torch.cuda.default_generators) if device_type == "cuda" else ()
-    for node in _walk(graph.nodes):
-        for x in _leaves((node.args, node.kwargs)):
+    for node in walk_nodes(graph):
+        for x in iter_leaves((node.args, node.kwargs)):
             if (isinstance(x, torch.Generator) and x.device.type == device_type
                     and not any(x is g for g in found + list(defaults))):
                 found.append(x)
     return found
 
 
-def _leaves(obj: Any) -> Iterator[Any]:
-    if isinstance(obj, (tuple, list)):
-        for x in obj:
-            yield from _leaves(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _leaves(x)
-    else:
-        yield obj
-
-
 def _node_words(node: Node) -> str:
     return f"node %{node.name} ({node.op.name})" if node.outputs else f"the {node.op.name} node"
-
-
-def _user_stacklevel() -> int:
-    """The `stacklevel` of `warnings.warn` (called by our caller) that points at the user's frame."""
-    f, level = sys._getframe(2), 2
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR) or f.f_code.co_filename.startswith("<")):
-        f, level = f.f_back, level + 1
-    return level
 
 
 def _first_line(e: BaseException) -> str:
@@ -685,6 +649,20 @@ def wrap(graph: Graph, fn: Callable[..., Any], *, grad: bool, warnings: Fallback
     if cap.device_type == "cuda" and "cuda" in kinds:
         _raise_obstacles(graph, find_obstacles(graph))  # before any compile or capture
     return GraphedFunction(graph, fn, grad=grad, warnings=warnings, capturer=cap).__call__
+
+
+class CudaGraphsBackend:
+    """The `Backend` of cuda_graphs=True: another backend's code, captured into CUDA graphs and replayed."""
+
+    def __init__(self, inner: Any, warnings: FallbackWarnings, capturer: Capturer | None = None) -> None:
+        self.inner = inner
+        self.warnings = warnings
+        self.capturer = capturer
+
+    def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
+        inner = self.inner.compile(graph, options)
+        fn = wrap(graph, inner.fn, grad=options.grad, warnings=self.warnings, capturer=self.capturer)
+        return Compiled(fn, inner.status, default_fn=inner.default_fn)
 
 
 def graphed(fn: Callable[..., Any]) -> GraphedFunction | None:

@@ -2,7 +2,7 @@
 
 torch.fx has no `while` loop and no run-time check, and `torch.cond` takes
 neither state updates nor Python values, so `jit_compile=True` takes a graph
-that `Graph.to_fx` cannot lower apart. Every maximal run of consecutive tensor
+that `ConcreteFunction.to_fx` cannot lower apart. Every maximal run of consecutive tensor
 nodes, at every nesting level (the top level, a `while` loop's condition and
 body, a `cond`'s branches), becomes a *region*: a sub-graph that the caller
 compiles (inductor, with its own AOT autograd, so gradients chain through
@@ -61,7 +61,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph.graph import Graph, Node, Op, OpKind, Value, ValueKind, iter_values, unique_values
+from ..graph import Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, unique_values, walk_nodes
 
 MIN_REGION_OPS = 5
 MIN_TRAINING_REGION_OPS = 16
@@ -70,29 +70,20 @@ MIN_TRAINING_REGION_OPS = 16
 # region node calls: region inputs positionally; returns its single output, or a tuple of its outputs.
 RegionCompiler = Callable[[Graph, "bool | None"], Callable[..., Any]]
 
-_AUTOGRAD_ENTRY_POINTS = (torch.autograd.grad, torch.autograd.backward, torch.Tensor.backward)
-
 
 def ops(nodes: list[Node]) -> int:
     """How many ops `nodes` run, for the size rules (GETATTR nodes, e.g. `x.shape`, not counted)."""
     return sum(n.op.kind is not OpKind.GETATTR for n in nodes)
 
 
-def runs_autograd(node: Node) -> bool:
-    """Whether the node itself runs autograd (torch.autograd.grad, backward, a GradientTape's gradient)."""
-    t = node.op.target
-    return t in _AUTOGRAD_ENTRY_POINTS or (getattr(t, "__module__", None) == "torch_autograph.tape"
-                                           and getattr(t, "__name__", "").startswith("compute_"))
-
-
 def computes_gradients(graph: Graph) -> bool:
     """Whether the graph (or a graph nested in it) runs autograd itself: a training step."""
-    return any(runs_autograd(node) or any(map(computes_gradients, node.subgraphs)) for node in graph.nodes)
+    return any(node.op.runs_autograd for node in walk_nodes(graph))
 
 
 def lowerable(node: Node) -> bool:
     """Whether `node` may join a region: a tensor op that is neither control flow nor autograd."""
-    if node.op.kind is OpKind.CONTROL or runs_autograd(node):
+    if node.op.kind is OpKind.CONTROL or node.op.runs_autograd:
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
         all(v.kind is ValueKind.TENSOR for v in node.input_values())
@@ -104,7 +95,8 @@ def split(graph: Graph, compile_region: RegionCompiler) -> Graph:
     The copy has the same inputs, captures and outputs; sub-graphs of control-flow nodes are copied and
     split the same way. `compile_region` is called once per region, outermost and earliest first.
     """
-    captures = {id(v): (v, t) for g in _graphs(graph) for v, t in g.captures}
+    captures = {id(v): (v, t) for g in (graph, *(s for n in walk_nodes(graph) for s in n.subgraphs))
+                for v, t in g.captures}
     return _Splitter(graph.name, captures, compile_region).graph(graph)
 
 
@@ -153,12 +145,6 @@ class _Splitter:
                     nodes=[replace(n, grad_enabled=None) for n in run], outputs=outputs)
         fn = self.compile_region(sub, run[0].grad_enabled)
         pattern = outputs[0] if len(outputs) == 1 else tuple(outputs) or None
-        return Node(Op(OpKind.FUNCTION, fn, "region", stateful=any(n.stateful for n in run)), tuple(inputs), {},
+        effects = Effect.UNKNOWN if any(n.stateful for n in run) else Effect.NONE
+        return Node(Op(OpKind.FUNCTION, fn, "region", effects=effects), tuple(inputs), {},
                     tuple(outputs), pattern=pattern, origin=run[0].origin, grad_enabled=run[0].grad_enabled)
-
-
-def _graphs(g: Graph):
-    yield g
-    for n in g.nodes:
-        for s in n.subgraphs:
-            yield from _graphs(s)

@@ -21,12 +21,14 @@ import itertools
 import linecache
 import math
 import operator
+import weakref
 from typing import Any, Callable
 
 import torch
 
-from ..graph.control_flow import CheckOp, CondOp, WhileOp, run_check
-from ..graph.graph import Graph, Node, OpKind, Value, ValueKind, qualified_name, render_call, render_pattern
+from . import Compiled, CompileOptions
+from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, run_check
+from ..graph.printing import qualified_name, render_call, render_pattern
 
 _counter = itertools.count()
 
@@ -267,7 +269,16 @@ def compile_graph(graph: Graph, return_tuple: bool = True) -> Callable[..., Any]
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     exec(compile(src, filename, "exec"), namespace)
     graph.python_source = src
-    return namespace[fn_name]
+    fn = namespace[fn_name]
+    weakref.finalize(fn, linecache.cache.pop, filename, None)  # tracebacks show the code while it can run
+    return fn
+
+
+class TorchBackend:
+    """The default `Backend`: the graph as readable Python calling torch ops."""
+
+    def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
+        return Compiled(compile_graph(graph, return_tuple=options.return_tuple), "off")
 
 
 def add_runtime_error_note(exc: BaseException, fn: Callable[..., Any]) -> None:

@@ -1,6 +1,14 @@
-"""The graph IR and the tracer that records torch calls into it."""
+"""The graph IR, standing alone: values, ops, graphs, printing, walkers and passes.
 
-from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind
-from .tensor import GraphShape, GraphTensor
+Nothing here knows how a graph was traced or how it will run: tracing
+(`torch_autograph.tracing`) builds graphs, backends (`torch_autograph.backends`)
+turn them into callables.
+"""
 
-__all__ = ["Graph", "GraphShape", "GraphTensor", "Node", "Op", "OpKind", "SourceLocation", "Value", "ValueKind"]
+from .graph import Graph, Node
+from .ops import CheckOp, CondOp, Effect, Op, OpKind, WhileOp, control_op, run_check
+from .values import SourceLocation, Value, ValueKind
+from .walkers import iter_values, map_nest, substitute, unique_values, walk_nodes
+
+__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "SourceLocation", "Value", "ValueKind",
+           "WhileOp", "control_op", "iter_values", "run_check", "map_nest", "substitute", "unique_values", "walk_nodes"]

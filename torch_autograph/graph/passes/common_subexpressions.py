@@ -27,13 +27,15 @@ tensor object twice). Sub-graphs are processed on their own.
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 from typing import Any
 
 import torch
 
-from ..graph import Graph, Node, OpKind, Value, ValueKind, unique_values
+from ..graph import Graph, Node
+from ..ops import OpKind, WhileOp
+from ..values import Value, ValueKind
+from ..walkers import substitute, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
 
 
@@ -70,9 +72,6 @@ def _escapes(node: Node, escaping: set[int]) -> bool:
     return any(id(v) in escaping for v in node.outputs)
 
 
-_PURE_BUILTINS = frozenset({abs, int, float, bool, builtins.len, builtins.min, builtins.max})
-
-
 def _mergeable(node: Node, mutated: set[int]) -> bool:
     op = node.op
     if op.stateful or op.kind is OpKind.CONTROL or not node.outputs:
@@ -82,12 +81,7 @@ def _mergeable(node: Node, mutated: set[int]) -> bool:
         return False
     if any(id(v) in mutated for v in node.outputs):
         return False
-    if op.kind is OpKind.FUNCTION:
-        t = op.target
-        module = getattr(t, "__module__", None) or ""
-        torch_op = module.startswith("torch") and not module.startswith("torch_autograph")
-        return torch_op or isinstance(t, torch._ops.OpOverload) or t in _PURE_BUILTINS
-    return True
+    return op.pure
 
 
 def _key(node: Node, epoch: int) -> tuple | None:
@@ -130,22 +124,6 @@ def _const_key(a: Any) -> Any:
 
 
 # ----- substitution (shared by the passes) -----------------------------------------------------------
-def substitute(obj: Any, mapping: dict[int, Value]) -> Any:
-    """`obj` (a nest of arguments) with every Value whose id is in `mapping` replaced."""
-    if isinstance(obj, Value):
-        return mapping.get(id(obj), obj)
-    if isinstance(obj, tuple):
-        items = [substitute(x, mapping) for x in obj]
-        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
-    if isinstance(obj, list):
-        return [substitute(x, mapping) for x in obj]
-    if isinstance(obj, dict):
-        return {k: substitute(v, mapping) for k, v in obj.items()}
-    if isinstance(obj, slice):
-        return slice(substitute(obj.start, mapping), substitute(obj.stop, mapping), substitute(obj.step, mapping))
-    return obj
-
-
 def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
     """Rewrite a node's arguments (and the outer values its sub-graphs read) in place."""
     if not any(id(v) in mapping for v in _reads(node)):
@@ -154,9 +132,9 @@ def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
     node.kwargs = substitute(node.kwargs, mapping)
     if node.op.kind is OpKind.CONTROL:
         target = node.op.target
-        if not _is_while(target):
+        if not isinstance(target, WhileOp):
             node.args = node.args[:1] + tuple(unique_values(node.args[1:]))  # cond: (pred, *lifted values)
-        if _is_while(target) and isinstance(target.maximum_iterations, Value):
+        if isinstance(target, WhileOp) and isinstance(target.maximum_iterations, Value):
             limit = mapping.get(id(target.maximum_iterations), target.maximum_iterations)
             node.op = dataclasses.replace(node.op, target=dataclasses.replace(target, maximum_iterations=limit))
         for sub in node.subgraphs:
@@ -170,11 +148,6 @@ def _substitute_graph(g: Graph, mapping: dict[int, Value]) -> None:
     g.outputs = substitute(g.outputs, mapping)
 
 
-def _is_while(target: Any) -> bool:
-    """A `WhileOp` (not imported: control_flow imports the passes)."""
-    return hasattr(target, "loop_vars") and hasattr(target, "maximum_iterations")
-
-
 def _reads(node: Node) -> list[Value]:
     vals = list(node.input_values())
     for sub in node.subgraphs:
@@ -182,7 +155,7 @@ def _reads(node: Node) -> list[Value]:
         for n in sub.nodes:
             vals += _reads(n)
     target = node.op.target
-    if _is_while(target) and isinstance(target.maximum_iterations, Value):
+    if isinstance(target, WhileOp) and isinstance(target.maximum_iterations, Value):
         vals.append(target.maximum_iterations)
     return vals
 

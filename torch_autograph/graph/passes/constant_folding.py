@@ -33,7 +33,10 @@ from typing import Any
 
 import torch
 
-from ..graph import Graph, Node, OpKind, Value, ValueKind, iter_values
+from ..graph import Graph, Node
+from ..ops import OpKind
+from ..values import Value, ValueKind
+from ..walkers import iter_values
 from .dead_code import eliminate_dead_code
 from .effects import op_name, output_aliases, possibly_mutated
 
@@ -98,14 +101,9 @@ def _foldable(node: Node, consts: dict[int, torch.Tensor], mutated: set[int]) ->
     inputs = list(node.input_values())
     if _is_factory(node):
         return not inputs
-    if op.kind is OpKind.FUNCTION and not _is_torch(op.target):
+    if not op.pure:
         return False  # library helpers (tapes, lists) have effects or identities of their own
     return bool(inputs) and all(id(v) in consts and v.kind is ValueKind.TENSOR for v in inputs)
-
-
-def _is_torch(fn: Any) -> bool:
-    module = getattr(fn, "__module__", None) or ""
-    return module.startswith("torch") and not module.startswith("torch_autograph")
 
 
 def _evaluate(node: Node, consts: dict[int, torch.Tensor]) -> torch.Tensor | None:

@@ -20,7 +20,8 @@ asserts always do, in program order.
 
 from __future__ import annotations
 
-from ..graph import Graph, iter_values
+from ..graph import Graph
+from ..walkers import iter_values
 
 
 def eliminate_dead_code(graph: Graph) -> int:

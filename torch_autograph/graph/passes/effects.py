@@ -22,7 +22,10 @@ from __future__ import annotations
 import operator
 from typing import Iterable
 
-from ..graph import Graph, Node, OpKind, Value, iter_values
+from ..graph import Graph, Node
+from ..ops import CondOp, Effect, OpKind
+from ..values import Value
+from ..walkers import iter_values
 
 # Operators whose result is always a new tensor (never a view of an argument).
 _FRESH_OPERATORS = frozenset({
@@ -63,22 +66,17 @@ def returns_fresh(node: Node) -> bool:
 
 
 def _written(node: Node) -> Iterable[Value]:
-    """The values a stateful node may write."""
-    name = op_name(node)
-    if "out" in node.kwargs:
-        yield from iter_values(node.kwargs["out"])
-    if node.op.kind is OpKind.OPERATOR and node.op.target is operator.setitem:
-        yield from iter_values(node.args[0])
-    elif node.op.kind is OpKind.METHOD and name.endswith("_") and not name.endswith("__"):
-        yield from iter_values(node.args[0])  # x.add_(y) writes x only
-    elif node.op.kind is OpKind.FUNCTION and name.endswith("_") and not name.endswith("__") and node.args:
-        yield from iter_values(node.args[0])  # torch._foreach_mul_([...], s), torch.relu_(x)
-    elif node.op.kind is OpKind.FUNCTION and name.startswith("assign") and node.args:
-        yield from iter_values(node.args[0])  # Variable updates: assign(t, value)
-    else:
-        yield from iter_values((node.args, node.kwargs))  # unknown effects: anything it reads
+    """The values a node with effects may write."""
+    effects = node.op.effects
+    if effects & Effect.UNKNOWN:
+        yield from iter_values((node.args, node.kwargs))  # anything it reads
         for sub in node.subgraphs:
             yield from sub.inputs
+        return
+    if effects & Effect.WRITES_OUT:
+        yield from iter_values(node.kwargs.get("out"))
+    if effects & Effect.WRITES_FIRST_ARG and node.args:
+        yield from iter_values(node.args[0])  # x.add_(y) writes x only; torch._foreach_mul_([...], s) the list
 
 
 def possibly_mutated(graph: Graph) -> set[int]:
@@ -114,9 +112,7 @@ def _with_aliases(graph: Graph, seeds: set[int]) -> set[int]:
 
 
 def _is_cond(node: Node) -> bool:
-    return (node.op.kind is OpKind.CONTROL and len(node.subgraphs) == 2
-            and not hasattr(node.op.target, "loop_vars")
-            and all(len(s.outputs) == len(node.outputs) for s in node.subgraphs))
+    return isinstance(node.op.target, CondOp)
 
 
 def output_aliases(graph: Graph) -> set[int]:

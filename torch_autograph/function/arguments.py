@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import nest
+from .. import nest
+from ..errors import InvalidArgumentError
+from ..tracing.trace import TraceState
 from . import signatures as sig
-from .errors import InvalidArgumentError
-from .graph import tracer
 from .signatures import Identity, Literal, Structure, TensorSpec
 
 
@@ -127,7 +127,7 @@ def describe_value(value: Any) -> str:
     return short_repr(value)
 
 
-def placeholders_for(state: tracer.TraceState, t: Any, value: Any, name: str) -> Any:
+def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
     """The argument value seen by the traced Python code."""
     if isinstance(t, TensorSpec):
         return state.placeholder(t.name or name, t.dtype, t.shape, t.device)

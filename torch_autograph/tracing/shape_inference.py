@@ -13,12 +13,14 @@ dims that differ are unknown. The memo makes a repeated op cost about 1 µs.
 from __future__ import annotations
 
 import operator
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 
-from .graph import Value, ValueKind, iter_values
+from ..graph import Value, ValueKind, iter_values
 
 _SENTINELS = (17, 19)
 _SCALAR_TYPES = {torch.bool: bool, torch.float64: float, torch.int64: int}
@@ -45,10 +47,12 @@ class DataDependentValue(Exception):
 
 
 class ShapeInference:
-    """Infers output metadata; owns the memo cache (one per process is plenty)."""
+    """Infers output metadata; owns the memo cache, which keeps the `max_entries` most recently used results."""
 
-    def __init__(self) -> None:
-        self._memo: dict[Any, Any] = {}
+    def __init__(self, max_entries: int = 16384) -> None:
+        self._memo: OrderedDict[Any, Any] = OrderedDict()
+        self._max_entries = max_entries
+        self._lock = threading.Lock()
 
     def infer(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
         """The output structure of `func(*args, **kwargs)` with `Meta` leaves.
@@ -69,7 +73,10 @@ class ShapeInference:
                 return hit
         out = self._infer_uncached(func, args, kwargs, device_hint)
         if key is not None:
-            self._memo[key] = out
+            with self._lock:
+                self._memo[key] = out
+                if len(self._memo) > self._max_entries:
+                    self._memo.popitem(last=False)
         return out
 
     def _infer_uncached(self, func: Callable, args: tuple, kwargs: dict, device_hint: torch.device | None) -> Any:
@@ -278,3 +285,6 @@ SCALAR_OPERATORS = {
     "__ge__": operator.ge, "__eq__": operator.eq, "__ne__": operator.ne, "__pow__": operator.pow,
     "abs": abs, "__abs__": abs, "neg": operator.neg, "negative": operator.neg,
 }
+
+
+shape_inference = ShapeInference()  # shared by every trace: the memo is keyed by metadata only

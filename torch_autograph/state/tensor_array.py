@@ -14,12 +14,12 @@ from typing import Any, Sequence
 
 import torch
 
-from .errors import InvalidArgumentError, OutOfRangeError
-from .graph import tracer
-from .graph.graph import Op, OpKind, ValueKind
-from .graph.lists import GraphList
-from .graph.shape_inference import Meta
-from .graph.tensor import GraphTensor
+from ..errors import InvalidArgumentError, OutOfRangeError
+from ..graph import Effect, Op, OpKind, ValueKind
+from ..tracing.context import current
+from ..tracing.lists import GraphList
+from ..tracing.shape_inference import Meta
+from ..tracing.tensor import GraphTensor, record_with_meta
 
 
 # ----- run-time helpers (called eagerly, or from generated graph code) --------------------------
@@ -151,7 +151,7 @@ class TensorArray:
         if self._element_shape is not None and shape is not None and not _compatible(shape, self._element_shape):
             raise ValueError(f"Incompatible shape for value ({shape}), expected ({self._element_shape})")
         new = self._with(_call(ta_write, (self._items, index, value, self._dynamic),
-                               _list_meta(self, value), stateful=True))
+                               _list_meta(self, value), writes=True))
         if self._infer_shape and new._element_shape is None:
             new._element_shape = shape
         return new
@@ -242,8 +242,9 @@ def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> Me
     return Meta(arr._dtype, shape, getattr(value, "device", None), ValueKind.LIST)
 
 
-def _call(fn: Any, args: tuple, meta: Meta, stateful: bool = False) -> Any:
+def _call(fn: Any, args: tuple, meta: Meta, writes: bool = False) -> Any:
     """Run a helper now (eagerly), or record it as a graph node while tracing."""
-    if tracer.current() is None:
+    if current() is None:
         return fn(*args)
-    return tracer.record_with_meta(Op(OpKind.FUNCTION, fn, fn.__name__, stateful=stateful), args, {}, meta)
+    effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE  # writes: the run-time list of the elements
+    return record_with_meta(Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects), args, {}, meta)

@@ -9,65 +9,15 @@ made for a more general type (a fixed dim fits a None dim), and
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from . import nest
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """Describes a tensor argument: shape (None dims and None rank are wildcards) and dtype.
-
-    Args:
-        shape: a sequence of ints and None (unknown dims), or None for unknown rank.
-        dtype: a `torch.dtype`.
-        name: optional, used as the placeholder name in the graph.
-        device: optional; None accepts any device (each device gets its own trace).
-
-    Example: `ta.TensorSpec([None, 4], torch.float32)` accepts any batch of 4-vectors.
-    """
-
-    _nest_leaf: ClassVar[bool] = True  # a leaf for `nest`, not a structure of its fields
-
-    shape: tuple[int | None, ...] | None
-    dtype: torch.dtype = torch.float32
-    name: str | None = field(default=None, compare=False)
-    device: torch.device | None = None
-
-    def __init__(self, shape: Any, dtype: torch.dtype = torch.float32, name: str | None = None,
-                 device: Any = None) -> None:
-        if shape is not None:
-            if isinstance(shape, int):
-                raise TypeError(f"TensorSpec shape must be a sequence of ints and None, got the int {shape}")
-            shape = tuple(None if d is None else int(d) for d in shape)
-            bad = [d for d in shape if d is not None and d < 0]
-            if bad:
-                raise ValueError(f"TensorSpec shape {list(shape)} has a negative dim {bad[0]}; use None for an "
-                                 f"unknown dim")
-        if not isinstance(dtype, torch.dtype):
-            raise TypeError(f"TensorSpec dtype must be a torch.dtype, got {dtype!r}")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "device", None if device is None else torch.device(device))
-
-    @classmethod
-    def from_tensor(cls, t: torch.Tensor, name: str | None = None) -> "TensorSpec":
-        return cls(tuple(t.shape), t.dtype, name, t.device)
-
-    def __repr__(self) -> str:
-        shape = "None" if self.shape is None else repr(self.shape)
-        dev = f", device={str(self.device)!r}" if self.device is not None else ""
-        return f"TensorSpec(shape={shape}, dtype={self.dtype}, name={self.name!r}{dev})"
-
-    def is_compatible_with(self, t: Any) -> bool:
-        """Whether tensor (or spec) `t` fits this spec."""
-        other = t if isinstance(t, TensorSpec) else TensorSpec.from_tensor(t)
-        return is_subtype(other, self)
+from .. import nest
+from ..graph.walkers import fits, merge_dims
+from ..tracing.spec import TensorSpec
 
 
 @dataclass(frozen=True)
@@ -163,9 +113,7 @@ def is_subtype(a: Any, b: Any) -> bool:
             return False
         if b.shape is None:
             return True
-        if a.shape is None or len(a.shape) != len(b.shape):
-            return False
-        return all(db is None or da == db for da, db in zip(a.shape, b.shape))
+        return a.shape is not None and fits(a.shape, b.shape)
     if isinstance(a, Structure) and isinstance(b, Structure):
         return (a.kind == b.kind and a.keys == b.keys and len(a.items) == len(b.items)
                 and all(is_subtype(x, y) for x, y in zip(a.items, b.items)))
@@ -177,9 +125,7 @@ def common_supertype(a: Any, b: Any) -> Any | None:
     if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
         if a.dtype != b.dtype or a.device != b.device:
             return None
-        if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
-            return TensorSpec(None, a.dtype, a.name, a.device)
-        return TensorSpec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype, a.name, a.device)
+        return TensorSpec(merge_dims(a.shape, b.shape), a.dtype, a.name, a.device)
     if isinstance(a, Structure) and isinstance(b, Structure):
         if a.kind != b.kind or a.keys != b.keys:
             return None

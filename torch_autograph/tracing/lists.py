@@ -14,15 +14,19 @@ Elements share a dtype; their shape is merged (dims that differ are None).
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 
 from ..errors import InaccessibleTensorError
-from . import tracer
-from .graph import Op, OpKind, Value, ValueKind
+from ..graph import Effect, Op, OpKind, Value, ValueKind
+from ..graph.walkers import merge_dims
+from .context import current
+from .locations import user_location
+from .messages import not_allowed
 from .shape_inference import Meta
-from .tensor import KIND_CLASSES, GraphTensor
+from .tensor import GraphTensor, record_with_meta
 
 
 class GraphList(GraphTensor):
@@ -74,8 +78,11 @@ class GraphList(GraphTensor):
 
     def __len__(self) -> int:
         _check_live(self, "len() of")
-        raise tracer.not_allowed(self, "len() of a graph list", "use ta's converted code (len(lst) there gives a "
+        raise not_allowed(self, "len() of a graph list", "use ta's converted code (len(lst) there gives a "
                                  "run-time value) or torch.stack(lst).size(0)", error=TypeError)
+
+    def __getitem__(self, index: Any) -> Any:
+        return getitem(self, index)
 
     def __iter__(self) -> Any:
         _check_live(self, "iterating over")
@@ -100,7 +107,7 @@ def _check_live(lst: GraphList, what: str) -> None:
 
 def left_over_error(lst: GraphList, what: str) -> InaccessibleTensorError:
     """The error for a graph list used after its trace ended (e.g. left in `self.out` by the call)."""
-    loc = tracer.user_location()
+    loc = user_location()
     where = f" at {loc}" if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
     owner = lst._trace.root.graph.name
@@ -116,7 +123,7 @@ def left_over_error(lst: GraphList, what: str) -> InaccessibleTensorError:
 
 
 def _grow_error(lst: GraphList, what: str) -> TypeError:
-    return tracer.not_allowed(
+    return not_allowed(
         lst, f"`{what}` on a graph list",
         "in converted code AutoGraph handles `lst.extend(items)` and `lst += [a, b]` (a list display or "
         "comprehension on the right); write it that way, or append the elements one by one with "
@@ -157,24 +164,22 @@ def merge_elements(a: Value | None, b: Any, what: str) -> tuple[torch.dtype | No
     if b.dtype != a.dtype:
         raise TypeError(f"{what}: a graph list holds tensors of one dtype; it has {a.dtype} elements and got "
                         f"{b.dtype}")
-    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
-        shape = None
-    else:
-        shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
-    return a.dtype, shape, a.device
+    return a.dtype, merge_dims(a.shape, b.shape), a.device
 
 
 def _list_meta(dtype: Any, shape: Any, device: Any) -> Meta:
     return Meta(dtype, shape, device, ValueKind.LIST)
 
 
-def _record(op_fn: Any, name: str, args: tuple, meta: Any, stateful: bool) -> Any:
-    return tracer.record_with_meta(Op(OpKind.FUNCTION, op_fn, name, stateful=stateful), args, {}, meta)
+def _record(op_fn: Any, name: str, args: tuple, meta: Any, writes: bool) -> Any:
+    """Record a list op; `writes`: it changes the run-time list it gets (a list the graph itself made)."""
+    effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE
+    return record_with_meta(Op(OpKind.FUNCTION, op_fn, name, effects=effects), args, {}, meta)
 
 
 def new_list(items: list) -> GraphList:
     """A graph list holding `items` (tensors or graph tensors), created afresh at every call."""
-    state = tracer.current()
+    state = current()
     elem = None
     for it in items:
         v = state.to_value(it)
@@ -183,7 +188,7 @@ def new_list(items: list) -> GraphList:
         dtype, shape, device = merge_elements(elem, v, "list")
         elem = Value("_", dtype, shape, device)
     meta = _list_meta(*(merge_elements(elem, elem, "list") if elem is not None else (None, None, None)))
-    return _as_list(_record(list_new, "list", tuple(items), meta, stateful=False))
+    return _as_list(_record(list_new, "list", tuple(items), meta, writes=False))
 
 
 def list_from_rows(t: torch.Tensor) -> list:
@@ -193,7 +198,7 @@ def list_from_rows(t: torch.Tensor) -> list:
 def from_rows(t: GraphTensor) -> GraphList:
     """A graph list of the rows of `t` (its slices along dim 0), e.g. `sorted(t)` of a run-time length."""
     v = t._value
-    return _as_list(_record(list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), stateful=False))
+    return _as_list(_record(list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), writes=False))
 
 
 def _as_list(g: GraphTensor) -> GraphList:
@@ -202,7 +207,7 @@ def _as_list(g: GraphTensor) -> GraphList:
 
 def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
-    state = tracer.current()
+    state = current()
     if isinstance(item, (int, float, bool)):
         item = torch.tensor(item)
     v = state.to_value(item)
@@ -210,37 +215,32 @@ def append(lst: GraphList, item: Any) -> GraphList:
         item = torch.tensor(item)
         v = state.to_value(item)
     dtype, shape, device = merge_elements(lst._value, v, f"appending to {lst._value.name}")
-    return _as_list(_record(list_append, "append", (lst, item), _list_meta(dtype, shape, device), stateful=True))
+    return _as_list(_record(list_append, "append", (lst, item), _list_meta(dtype, shape, device), writes=True))
 
 
 def pop(lst: GraphList, index: Any = -1) -> tuple[GraphList, GraphTensor]:
     """`lst.pop(index)`; returns (the list after the pop, the element)."""
     v = lst._value
     if v.dtype is None:
-        raise tracer.not_allowed(lst, "popping from a graph list whose elements are unknown",
+        raise not_allowed(lst, "popping from a graph list whose elements are unknown",
                                  "append to it before popping")
     meta = (_list_meta(v.dtype, v.shape, v.device), Meta(v.dtype, v.shape, v.device))
-    out = _record(list_pop, "pop", (lst, index), meta, stateful=True)
+    out = _record(list_pop, "pop", (lst, index), meta, writes=True)
     return _as_list(out[0]), out[1]
 
 
 def length(lst: GraphList) -> GraphTensor:
     """`len(lst)` as a run-time Python int."""
-    return _record(list_len, "len", (lst,), Meta(torch.int64, (), None, ValueKind.SCALAR), stateful=False)
+    return _record(list_len, "len", (lst,), Meta(torch.int64, (), None, ValueKind.SCALAR), writes=False)
 
 
 def getitem(lst: GraphList, index: Any) -> Any:
     _check_live(lst, "indexing")
     v = lst._value
     if v.dtype is None:
-        raise tracer.not_allowed(lst, "indexing a graph list whose elements are unknown", "append to it first")
+        raise not_allowed(lst, "indexing a graph list whose elements are unknown", "append to it first")
     if isinstance(index, slice):
         meta = _list_meta(v.dtype, v.shape, v.device)
-        return _as_list(tracer.record_with_meta(Op(OpKind.OPERATOR, __import__("operator").getitem, "getitem"),
-                                                (lst, index), {}, meta))
-    return tracer.record_with_meta(Op(OpKind.OPERATOR, __import__("operator").getitem, "getitem"), (lst, index), {},
-                                   Meta(v.dtype, v.shape, v.device))
-
-
-GraphList.__getitem__ = getitem  # type: ignore[assignment]
-KIND_CLASSES[ValueKind.LIST] = GraphList
+        return _as_list(record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"), (lst, index), {}, meta))
+    return record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"), (lst, index), {},
+                            Meta(v.dtype, v.shape, v.device))

@@ -41,14 +41,19 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import lists, tracer
-from .control_flow import (UNSET, WhileOp, _Branch, _as_tensor_in, _check_predicate, _describe, _leaf_kind,
-                           _SCALAR_DTYPES, _structure_repr, _to_value, _type_words, _value_type, _where, check,
-                           number_to_tensor)
-from .graph import Graph, Node, Op, OpKind, SourceLocation, Value, ValueKind, unique_values
-from .passes.dead_code import eliminate_dead_code
+from .. import nest
+from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values
+from ..graph.passes.dead_code import eliminate_dead_code
+from ..graph.walkers import fits
+from . import lists
+from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
+                       number_to_tensor, structure_repr, to_value, type_words, value_type, where)
+from .cond import check
+from .context import current
+from .locations import user_location
 from .retype import retype
-from .tensor import GraphTensor, make_graph_tensor
+from .tensor import GraphTensor
+from .trace import TraceState
 
 
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,
@@ -72,10 +77,10 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
         The final loop variables as a tuple.
     """
     loop_vars = tuple(loop_vars)
-    state = tracer.current()
+    state = current()
     if state is None:
         return _python_while(cond_fn, body_fn, loop_vars, maximum_iterations)
-    origin = origin or tracer.user_location()
+    origin = origin or user_location()
     names = tuple(names) if names else tuple(f"loop_var_{i}" for i in range(len(loop_vars)))
     # An empty Python list carried by a graph loop is there to grow: a graph list from the start, so
     # the body is traced once (a list with elements may be a fixed structure: learnt by tracing).
@@ -112,12 +117,10 @@ class _UnsetTakesStructure(Exception):
         self.value = value
 
 
-def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
+def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
                       names: tuple, invariants: dict, maximum_iterations: Any, origin: SourceLocation | None,
                       require_iteration: Sequence[int]) -> tuple:
     """Flatten nested loop variables to leaves, run the leaf-level loop, pack the results."""
-    from .. import nest
-
     chunks = [nest.flatten(v) for v in tops]
     leaf_names, leaf_top, flat = [], [], []
     for i, chunk in enumerate(chunks):
@@ -140,7 +143,7 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
     def flat_body(*leaves: Any) -> tuple:
         out = tuple(body_fn(*pack(leaves)))
         if len(out) != len(tops):
-            raise TypeError(f"the loop body{_where(origin)} returned {len(out)} values for {len(tops)} loop variables")
+            raise TypeError(f"the loop body{where(origin)} returned {len(out)} values for {len(tops)} loop variables")
         result = []
         for i, (o, top) in enumerate(zip(out, tops)):
             if isinstance(top, lists.GraphList) and type(o) is list and all(
@@ -152,8 +155,8 @@ def _structured_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Call
                 if top is UNSET:
                     raise _UnsetTakesStructure(i, nest.map_structure(lambda _: UNSET, o))
                 raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
-                                f"loop{_where(origin)}:\n  before: {_structure_repr(top)}\n  after:  "
-                                f"{_structure_repr(o)}")
+                                f"loop{where(origin)}:\n  before: {structure_repr(top)}\n  after:  "
+                                f"{structure_repr(o)}")
             result.extend(nest.flatten(o))
         return tuple(result)
 
@@ -208,7 +211,7 @@ class _Changes:
         return bool(self.promote or self.refine or self.define)
 
 
-def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
+def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
                refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
@@ -217,23 +220,23 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
     for i, v in enumerate(loop_vars):
         if i in inferred:
             v = inferred[i]
-        if i in promote and _leaf_kind(v) in ("pyscalar", "scalar"):
+        if i in promote and leaf_kind(v) in ("pyscalar", "scalar"):
             v = _promoted(v, promote[i])
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
-        if _leaf_kind(v) not in ("object", "unset"):
+        if leaf_kind(v) not in ("object", "unset"):
             carried[i] = _carried_value(state, i, v, refined.get(i), invariants, names, origin)
     required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
     iterated = _iterated_value(state) if required else None
 
-    def structured(branch: _Branch) -> list[Any]:
+    def structured(branch: Branch) -> list[Any]:
         vals = []
         for i, v in enumerate(inits):
             if i in carried:
                 branch.graph.inputs.append(carried[i])
-                vals.append(make_graph_tensor(carried[i], branch.state))
+                vals.append(branch.state.wrap(carried[i]))
             else:
                 vals.append(v)
         if iterated is not None:
@@ -241,14 +244,14 @@ def _try_while(state: tracer.TraceState, cond_fn: Callable, body_fn: Callable, l
         return vals
 
     # 3. Trace the condition and the body, each exactly once.
-    cb, bb = _Branch("cond", state), _Branch("body", state)
+    cb, bb = Branch("cond", state), Branch("body", state)
     pred = cb.run(lambda: cond_fn(*structured(cb)))
     body_out = bb.run(lambda: tuple(body_fn(*structured(bb))))
     if len(body_out) != len(inits):
-        raise TypeError(f"the loop body{_where(origin)} returned {len(body_out)} values for {len(inits)} loop "
+        raise TypeError(f"the loop body{where(origin)} returned {len(body_out)} values for {len(inits)} loop "
                         f"variables")
-    pred_v = _to_value(cb, pred)
-    raw = [_to_value(bb, o) if isinstance(o, (GraphTensor, torch.Tensor)) else o for o in body_out]
+    pred_v = to_value(cb, pred)
+    raw = [to_value(bb, o) if isinstance(o, (GraphTensor, torch.Tensor)) else o for o in body_out]
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()
     for _ in range(8):
@@ -304,15 +307,15 @@ def _promoted(v: Any, like: Value) -> Any:
     return number_to_tensor(v, like)
 
 
-def _iterated_value(state: tracer.TraceState) -> Value:
+def _iterated_value(state: TraceState) -> Value:
     return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR)
 
 
-def _carried_value(state: tracer.TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
+def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
                    names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
     """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given)."""
-    if _leaf_kind(v) == "pyscalar":
-        meta = Value("_", _SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+    if leaf_kind(v) == "pyscalar":
+        meta = Value("_", SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
     else:
         meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
     meta = refined or meta
@@ -320,10 +323,10 @@ def _carried_value(state: tracer.TraceState, i: int, v: Any, refined: Value | No
     if i in invariants:
         inv = invariants[i]
         shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
-        if not _fits(meta.shape, shape):
+        if not fits(meta.shape, shape):
             raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
                              f"which does not conform with the shape invariant {_shape_words(shape)}"
-                             f"{_where(origin)}.")
+                             f"{where(origin)}.")
     return Value(reuse or state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
 
 
@@ -348,11 +351,11 @@ def _substitute(x: Any, mapping: dict[int, Value]) -> Any:
 def _raw_kind(r: Any) -> str:
     if isinstance(r, Value):
         return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(r.kind, "tensor")
-    return _leaf_kind(r)
+    return leaf_kind(r)
 
 
 def _raw_words(r: Any, obj: Any) -> str:
-    return r.type_str() if isinstance(r, Value) else _describe(obj)
+    return r.type_str() if isinstance(r, Value) else describe(obj)
 
 
 def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: tuple, names: Sequence[str] | None,
@@ -368,62 +371,62 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
                 changes.define[i] = _placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
-                if _leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
-                    raise ValueError(f"'{name}' is None before the loop{_where(origin)} but becomes "
-                                     f"{_describe(out)} in it; give it an initial value of that type before the "
+                if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
+                    raise ValueError(f"'{name}' is None before the loop{where(origin)} but becomes "
+                                     f"{describe(out)} in it; give it an initial value of that type before the "
                                      f"loop.")
                 raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
-                                f"loop{_where(origin)}: {_describe(init)} before, {_describe(out)} after.")
+                                f"loop{where(origin)}: {describe(init)} before, {describe(out)} after.")
             continue
         lv, ok = carried[i], _raw_kind(r)
         if ok == "object":
             if r is None:
-                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{_where(origin)}.")
+                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{where(origin)}.")
             raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
-                            f"loop{_where(origin)}: {lv.type_str()} before, {_describe(out)} after.")
+                            f"loop{where(origin)}: {lv.type_str()} before, {describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
             changes.promote[i] = r
             continue
         if lv.kind is ValueKind.LIST:
             if ok != "list":
-                raise TypeError(f"'{name}' is a list before the loop{_where(origin)} but {_raw_words(r, out)} after "
+                raise TypeError(f"'{name}' is a list before the loop{where(origin)} but {_raw_words(r, out)} after "
                                 f"one iteration.")
-            if r.dtype is not None and (lv.dtype is None or not _fits(r.shape, lv.shape)):
+            if r.dtype is not None and (lv.dtype is None or not fits(r.shape, lv.shape)):
                 dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, f"'{name}'")
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
                 raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {r.dtype} after one "
-                                f"iteration{_where(origin)}.")
+                                f"iteration{where(origin)}.")
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
             ot, oshape = (ValueKind.TENSOR, lv.dtype, lv.device), ()  # converted to a tensor like the variable
         else:
-            ot, oshape = _value_type(r), (r.shape if isinstance(r, Value) else ())
+            ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
         if ot[1] != lv.dtype:
-            raise TypeError(f"'{name}' has {_type_words((lv.kind, lv.dtype, None))} before the loop, but "
-                            f"{_type_words(ot)} after one iteration{_where(origin)}; a graph loop variable keeps "
+            raise TypeError(f"'{name}' has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
+                            f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        if lv.kind is ValueKind.TENSOR and not _fits(oshape, lv.shape):
+        if lv.kind is ValueKind.TENSOR and not fits(oshape, lv.shape):
             raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
-                             f"{_shape_words(oshape)} after one iteration{_where(origin)}. Use "
+                             f"{_shape_words(oshape)} after one iteration{where(origin)}. Use "
                              f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
                              f"{_relaxed(lv.shape, oshape)})]) to let it change.")
     return changes
 
 
-def _body_outputs(bb: _Branch, carried: dict[int, Value], raw: list) -> list[tuple[int, Any]]:
+def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tuple[int, Any]]:
     """(index, graph output) per loop variable, numbers given to a tensor variable converted to tensors."""
     outs = []
     for i, lv in carried.items():
         r = raw[i]
         if lv.kind is ValueKind.TENSOR and _raw_kind(r) in ("pyscalar", "scalar"):
-            src = make_graph_tensor(r, bb.state) if isinstance(r, Value) else r
-            r = _as_tensor_in(bb, src, lv)
+            src = bb.state.wrap(r) if isinstance(r, Value) else r
+            r = as_tensor_in(bb, src, lv)
         outs.append((i, r))
     return outs
 
 
-def _while_node(state: tracer.TraceState, cb: _Branch, bb: _Branch, carried: dict[int, Value], inits: list,
+def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
                 iterated: Value | None, required: list[int], names: Sequence[str] | None, maximum_iterations: Any,
                 origin: SourceLocation | None) -> tuple:
     """Record the `while` node (and the run-time check of `required` variables); return the final values."""
@@ -433,7 +436,7 @@ def _while_node(state: tracer.TraceState, cb: _Branch, bb: _Branch, carried: dic
     init_args = []
     for i in carried:
         v = inits[i]
-        init_args.append(v if _leaf_kind(v) == "pyscalar" else
+        init_args.append(v if leaf_kind(v) == "pyscalar" else
                          (state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value))
     loop_values = tuple(carried.values()) + ((iterated,) if iterated is not None else ())
     if iterated is not None:
@@ -443,18 +446,18 @@ def _while_node(state: tracer.TraceState, cb: _Branch, bb: _Branch, carried: dic
     final_iterated = _iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
-    stateful = any(n.stateful for g in (cb.graph, bb.graph) for n in g.nodes)
     extra = (max_iter,) if isinstance(max_iter, Value) else ()
-    node = Node(Op(OpKind.CONTROL, WhileOp(loop_values, max_iter, checks_iteration=iterated is not None), "while",
-                   stateful=stateful),
+    op = control_op(WhileOp(loop_values, max_iter, checks_iteration=iterated is not None), "while",
+                    [n for g in (cb.graph, bb.graph) for n in g.nodes])
+    node = Node(op,
                 (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
                 subgraphs=(cb.graph, bb.graph))
     state.graph.nodes.append(node)
     if final_iterated is not None:
         missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
-        check(GraphTensor(final_iterated, state),
-              f"loop must iterate at least once to initialize {missing}{_where(origin)}", origin)
-    return tuple(make_graph_tensor(final[i], state) if i in final else inits[i] for i in range(len(inits)))
+        check(state.wrap(final_iterated),
+              f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
+    return tuple(state.wrap(final[i]) if i in final else inits[i] for i in range(len(inits)))
 
 
 def _safe_eq(a: Any, b: Any) -> bool:
@@ -464,20 +467,12 @@ def _safe_eq(a: Any, b: Any) -> bool:
         return False
 
 
-def _cond_output(cb: _Branch, pred: Any, origin: SourceLocation | None) -> Any:
+def _cond_output(cb: Branch, pred: Any, origin: SourceLocation | None) -> Any:
     """The condition graph's output: a graph bool (checked to hold one element) or a Python bool."""
     if isinstance(pred, Value):
-        _check_predicate(pred, "while loop", origin)
+        check_predicate(pred, "while loop", origin)
         return pred
     return bool(pred)
-
-
-def _fits(shape: Any, invariant: Any) -> bool:
-    if invariant is None:
-        return True
-    if shape is None or len(shape) != len(invariant):
-        return False
-    return all(b is None or a == b for a, b in zip(shape, invariant))
 
 
 def _shape_words(shape: Any) -> str:
@@ -501,8 +496,8 @@ def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
             return lists.new_list([])
         shape = tuple(0 if d is None else d for d in (v.shape if v.shape is not None else (0,)))
         return torch.zeros(shape, dtype=v.dtype, device=v.device)
-    if type(v) in _SCALAR_DTYPES:
+    if type(v) in SCALAR_DTYPES:
         return type(v)()
-    raise ValueError(f"'{name}' must be defined before the loop{_where(origin)}: it is first assigned inside the "
+    raise ValueError(f"'{name}' must be defined before the loop{where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")

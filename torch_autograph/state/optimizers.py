@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from .graph import tracer
+from ..tracing.locations import user_location
 from .tape import GradientTape
 from .variables import Variable
 
@@ -112,7 +112,7 @@ class Optimizer:
         pairs = []
         for g, var in list(grads_and_vars):
             if g is None:
-                loc = tracer.user_location()
+                loc = user_location()
                 warnings.warn(f"Gradients do not exist for variable {_var_name(var)} when applying gradients"
                               f"{' at ' + str(loc) if loc else ''}; it is not updated. Check that the loss depends "
                               f"on it.", stacklevel=2)
@@ -122,7 +122,7 @@ class Optimizer:
                 raise TypeError(f"{self.name}.apply_gradients: expected a ta.Variable or a tensor (e.g. an "
                                 f"nn.Parameter) to update, got {var!r}")
             if tuple(g.shape) != tuple(param.shape):
-                loc = tracer.user_location()
+                loc = user_location()
                 raise ValueError(f"{self.name}.apply_gradients: the gradient for {_var_name(var)} has shape "
                                  f"{tuple(g.shape)}, but the variable has shape {tuple(param.shape)}"
                                  f"{' at ' + str(loc) if loc else ''}. Pass (gradient, variable) pairs in the same "

@@ -25,13 +25,16 @@ body again.
 from __future__ import annotations
 
 import operator
+from dataclasses import replace
 from typing import Any
 
 import torch
 
-from . import lists, tracer
-from .graph import Graph, Node, Op, OpKind, Value, ValueKind, iter_values
-from .shape_inference import Meta
+from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, substitute
+from ..graph.walkers import merge_dims
+from . import lists
+from .context import current
+from .shape_inference import Meta, shape_inference
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
 _POLYMORPHIC = frozenset({
@@ -62,20 +65,6 @@ def retype(graphs: tuple[Graph, ...], mapping: dict[int, Value]) -> dict[int, Va
     return mapping
 
 
-def _sub(obj: Any, mapping: dict[int, Value]) -> Any:
-    if isinstance(obj, Value):
-        return mapping.get(id(obj), obj)
-    if isinstance(obj, tuple):
-        return tuple(_sub(x, mapping) for x in obj)
-    if isinstance(obj, list):
-        return [_sub(x, mapping) for x in obj]
-    if isinstance(obj, dict):
-        return {k: _sub(v, mapping) for k, v in obj.items()}
-    if isinstance(obj, slice):
-        return slice(_sub(obj.start, mapping), _sub(obj.stop, mapping), _sub(obj.step, mapping))
-    return obj
-
-
 def _reads_changed(node: Node, mapping: dict[int, Value]) -> bool:
     if any(id(v) in mapping for v in node.input_values()):
         return True
@@ -94,12 +83,12 @@ def _retype_graph(g: Graph, mapping: dict[int, Value]) -> None:
             _retype_node(node, mapping)
             kept.append(node)
     g.nodes = kept
-    g.outputs = _sub(g.outputs, mapping)
+    g.outputs = substitute(g.outputs, mapping)
 
 
 def _drop_conversion(node: Node, mapping: dict[int, Value]) -> None:
     """A number the tracer converted to a tensor is now a tensor of that type: a trace converts nothing."""
-    src, (out,) = _sub(node.args[0], mapping), node.outputs
+    src, (out,) = substitute(node.args[0], mapping), node.outputs
     if not (_is_tensor(src) and src.dtype == out.dtype and src.device == out.device):
         # Another type than the other branch or the loop variable: a trace of the re-typed body
         # decides what to record (or reports the mismatch).
@@ -108,16 +97,14 @@ def _drop_conversion(node: Node, mapping: dict[int, Value]) -> None:
 
 
 def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
-    from .control_flow import CheckOp, CondOp, WhileOp  # (control_flow imports the loop code, which imports this)
-
     op = node.op
     if op.kind is OpKind.CONTROL and isinstance(op.target, WhileOp):
         # An inner loop started from a number converted to a tensor, now the tensor itself.
         if not _only_initial_values_changed(node, mapping):
             raise _CannotRetype
-        node.args = _sub(node.args, mapping)
+        node.args = substitute(node.args, mapping)
         return
-    node.args, node.kwargs = _sub(node.args, mapping), _sub(node.kwargs, mapping)
+    node.args, node.kwargs = substitute(node.args, mapping), substitute(node.kwargs, mapping)
     if op.kind is OpKind.OPERATOR and op.inplace is not None and _is_tensor(node.args[0]):
         # `n += t` rebound a Python number; on a tensor the same statement updates it in place,
         # which aliases (a list it was appended to) see: record what a trace of a tensor records.
@@ -149,7 +136,7 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
         mapping[id(old)] = new
         new_outputs.append(new)
     node.outputs = tuple(new_outputs)
-    node.pattern = _sub(node.pattern, mapping)
+    node.pattern = substitute(node.pattern, mapping)
 
 
 def _only_initial_values_changed(node: Node, mapping: dict[int, Value]) -> bool:
@@ -184,11 +171,11 @@ def _merged_list(lst: Value | None, item: Value) -> Meta:
 
 
 def _infer(fn: Any, args: tuple, kwargs: dict) -> Meta:
-    state = tracer.current()
+    state = current()
     device = state.root.default_device if state is not None else None
     try:
         with torch._C.DisableTorchFunction():  # run on meta tensors, not recorded into the trace
-            meta = tracer._shape_inference.infer(fn, args, kwargs, device)
+            meta = shape_inference.infer(fn, args, kwargs, device)
     except Exception:
         raise _CannotRetype from None
     if not isinstance(meta, Meta):
@@ -213,13 +200,10 @@ def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
                 continue
             metas.append(_merged_list(a if a.dtype is not None else None, b))
             continue
-        if a.kind is ValueKind.SCALAR or a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
-            shape = () if a.kind is ValueKind.SCALAR else None
-        else:
-            shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+        shape = () if a.kind is ValueKind.SCALAR else merge_dims(a.shape, b.shape)
         metas.append(Meta(a.dtype, shape, a.device, a.kind))
     if len(metas) != len(node.outputs):
         raise _CannotRetype
     if not node.op.stateful and any(n.stateful for sub in node.subgraphs for n in sub.nodes):
-        node.op = Op(node.op.kind, node.op.target, node.op.name, stateful=True)  # a branch now updates in place
+        node.op = replace(node.op, effects=Effect.UNKNOWN)  # a branch now updates in place
     return metas

@@ -29,8 +29,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
-from .control_flow import CheckOp, CondOp, WhileOp
-from .graph import Graph, Node, OpKind, Value, ValueKind, unique_values
+from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, unique_values, walk_nodes
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -131,7 +130,7 @@ class _Lowering:
             raise lowering_error(node, f"its predicate %{pred.name} is a run-time Python {pred.type_str()}, "
                                  f"not a tensor", "compare tensors (e.g. `x.sum() > 0`) to get a tensor predicate")
         for g in (true_g, false_g):
-            bad = next((n for n in _walk(g) if n.stateful), None)
+            bad = next((n for n in walk_nodes(g) if n.stateful), None)
             if bad is not None:
                 raise lowering_error(node, f"its branch runs the stateful op {bad.op.name} "
                                      f"(at {bad.origin or '?'}); torch.cond branches cannot mutate state",
@@ -172,13 +171,6 @@ def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
     code = f"\n    {loc.line}" if loc and loc.line else ""
     return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to torch.fx: {why}.{code}\n"
                               f"Fix: {fix}.")
-
-
-def _walk(g: Graph):
-    for n in g.nodes:
-        yield n
-        for sub in n.subgraphs:
-            yield from _walk(sub)
 
 
 def _fresh_attr(root: torch.nn.Module, base: str) -> str:

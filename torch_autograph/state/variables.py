@@ -28,10 +28,13 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from .errors import OperatorNotAllowedInGraphError
-from .graph import tracer
-from .graph.graph import Graph, Op, OpKind
-from .graph.tensor import GraphTensor
+from ..backends.torch_codegen import compile_graph
+from ..errors import OperatorNotAllowedInGraphError
+from ..graph import Effect, Graph, Op, OpKind
+from ..graph.walkers import iter_leaves
+from ..tracing.context import current, outside_trace
+from ..tracing.locations import user_location
+from ..tracing.tensor import GraphTensor, record_with_meta
 
 # Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
 ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",
@@ -47,11 +50,8 @@ def init_scope() -> Iterator[None]:
     Inside a `ta.function` the code runs once, at trace time, on real tensors
     (e.g. to build initial values); outside one it changes nothing.
     """
-    token = tracer._current.set(None)
-    try:
+    with outside_trace():
         yield
-    finally:
-        tracer._current.reset(token)
 
 
 def _evaluate_now(g: GraphTensor, what: str) -> torch.Tensor:
@@ -69,15 +69,13 @@ def _evaluate_now(g: GraphTensor, what: str) -> torch.Tensor:
             for sub in node.subgraphs:
                 needed.update(id(v) for v, _ in sub.captures)
     if any(id(v) in needed for v in graph.inputs):
-        loc = tracer.user_location()
+        loc = user_location()
         raise ValueError(f"{what}: the initial value depends on the function's arguments{_at(loc)}, but a "
                          f"Variable is created once, outside the graph. Compute the initial value from "
                          f"constants, or create the Variable outside the ta.function.")
     nodes.reverse()
     part = Graph(f"{graph.name}_initial_value", captures=[(v, t) for v, t in graph.captures if id(v) in needed],
                  nodes=nodes, outputs=[g._value])
-    from .backends.torch_codegen import compile_graph
-
     fn = compile_graph(part, return_tuple=False)
     with init_scope():
         value = fn()
@@ -102,7 +100,7 @@ class _CreationScope:
         self.created = 0
 
     def check(self, name: str) -> None:
-        loc = tracer.user_location()
+        loc = user_location()
         fname = getattr(self.function, "name", "?")
         if self.singleton_check:
             raise ValueError(
@@ -301,7 +299,7 @@ class Variable(_TensorLike):
                  dtype: torch.dtype | None = None, shape: Any = None) -> None:
         shown = f"{name or 'Variable'}:0"
         scope = _creation.get()
-        tracing = tracer.current() is not None
+        tracing = current() is not None
         if tracing and scope is not None:
             scope.check(shown)
         with init_scope() if tracing else _nothing():
@@ -341,7 +339,7 @@ class Variable(_TensorLike):
     def _read(self) -> torch.Tensor:
         for watcher in ACCESS_WATCHERS.get():
             watcher._variable_accessed(self)
-        state = tracer.current()
+        state = current()
         if state is not None:
             state.capture(self._tensor, self._name[:-2].replace("/", "_"))  # names the capture after the Variable
         return self._tensor
@@ -372,8 +370,8 @@ class Variable(_TensorLike):
         return self._tensor.tolist()
 
     def _refuse_in_graph(self, what: str) -> None:
-        if tracer.current() is not None:
-            loc = tracer.user_location()
+        if current() is not None:
+            loc = user_location()
             code = f"\n    {loc.line}" if loc and loc.line else ""
             raise OperatorNotAllowedInGraphError(
                 f"{self._name[:-2]}.{what} is not allowed while tracing{_at(loc)}: inside a ta.function the "
@@ -427,10 +425,10 @@ class Variable(_TensorLike):
         target_shape = self._shape if index is None else _indexed_shape(self._tensor, index)
         value = _check_value(self, kind, value, target_shape)
         whole, part = _UPDATES[kind]
-        if tracer.current() is not None:
+        if current() is not None:
             args = (self._tensor, value) if index is None else (self._tensor, index, value)
             fn = whole if index is None else part
-            tracer.record_with_meta(Op(OpKind.FUNCTION, fn, kind, stateful=True), args, {}, None)
+            record_with_meta(Op(OpKind.FUNCTION, fn, kind, effects=Effect.WRITES_FIRST_ARG), args, {}, None)
         elif index is None:
             whole(self._tensor, value)
         else:
@@ -438,7 +436,7 @@ class Variable(_TensorLike):
 
     def __repr__(self) -> str:
         head = f"<ta.Variable {self._name!r} shape={tuple(self.shape)} dtype={self.dtype}"
-        if tracer.current() is not None:
+        if current() is not None:
             return head + ">"
         return f"{head}, value={self._tensor.detach()!r}>"
 
@@ -495,7 +493,7 @@ def _nothing() -> Iterator[None]:
 
 
 def _indexed_shape(t: torch.Tensor, index: Any) -> tuple | None:
-    if tracer._contains_graph(index):
+    if any(isinstance(x, GraphTensor) for x in iter_leaves(index)):
         return None  # a run-time index: the slice's shape is checked when the graph runs
     return tuple(torch.empty(t.shape, device="meta")[index].shape)
 
@@ -506,7 +504,7 @@ def _shape_str(shape: Any) -> str:
 
 def _check_value(var: Variable, kind: str, value: Any, target_shape: tuple | None) -> Any:
     """`value` as a tensor (or graph tensor) of a dtype and shape `var` accepts, or a clear error."""
-    loc = tracer.user_location()
+    loc = user_location()
     if isinstance(value, _TensorLike):
         value = value._read()
     if not isinstance(value, (torch.Tensor, GraphTensor)):

@@ -28,11 +28,12 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from . import nest
-from .graph import tracer
-from .graph.graph import Op, OpKind, Value
-from .graph.shape_inference import Meta
-from .graph.tensor import GraphTensor
+from .. import nest
+from ..graph import Op, OpKind, Value
+from ..tracing.context import current
+from ..tracing.locations import user_location
+from ..tracing.shape_inference import Meta
+from ..tracing.tensor import GraphTensor, record_with_meta
 from .variables import ACCESS_WATCHERS, Variable, _TensorLike
 
 
@@ -230,8 +231,8 @@ class GradientTape:
                 if not _floating(x._tensor):
                     _warn_int(x.dtype)
                     continue
-                if tracer.current() is not None:
-                    self._watch_graph(tracer.current().capture(x._tensor))
+                if current() is not None:
+                    self._watch_graph(current().capture(x._tensor))
                 elif not x._tensor.requires_grad:
                     x._tensor.requires_grad_()
                     _flipped.add(x._tensor)
@@ -240,8 +241,8 @@ class GradientTape:
                 if not _floating(x):
                     _warn_int(x.dtype)
                     continue
-                if isinstance(x, torch.Tensor) and tracer.current() is not None:
-                    x = tracer.current().capture(x)
+                if isinstance(x, torch.Tensor) and current() is not None:
+                    x = current().capture(x)
                 if isinstance(x, GraphTensor):
                     self._watch_graph(x)
                 else:
@@ -257,9 +258,9 @@ class GradientTape:
 
     def _watch_graph(self, g: GraphTensor) -> None:
         v = g._value
-        watched = tracer.record_with_meta(Op(OpKind.FUNCTION, watch_tensor, "watch"), (g,), {},
+        watched = record_with_meta(Op(OpKind.FUNCTION, watch_tensor, "watch"), (g,), {},
                                           Meta(v.dtype, v.shape, v.device, v.kind))
-        if g._trace is tracer.current():
+        if g._trace is current():
             g._value = watched._value  # the user's tensor now stands for the watched value
         self._watched[id(watched._value)] = watched._value
 
@@ -336,7 +337,7 @@ class GradientTape:
 
     def _differentiate(self, targets: list, sources: list, ograds: list, zero: bool, jac: str | None) -> tuple:
         """Eager: compute now. In a trace: record a node computing it when the graph runs."""
-        state = tracer.current()
+        state = current()
         keep = [self._is_watched(s, state) for s in sources]
         retain = self._persistent
         create = len(ACCESS_WATCHERS.get()) > 0
@@ -363,7 +364,7 @@ class GradientTape:
                 fn, args = compute_jacobians, (targets[0], live, retain, create, zero, batch)
                 tshape = tuple(targets[0].shape)
                 metas = tuple(_meta(s, tshape + tuple(s.shape[1:] if batch else s.shape)) for s in live)
-            outs = tracer.record_with_meta(Op(OpKind.FUNCTION, fn, jac or "gradient"), args, {}, metas)
+            outs = record_with_meta(Op(OpKind.FUNCTION, fn, jac or "gradient", runs_autograd=True), args, {}, metas)
         it = iter(outs)
         return tuple(next(it) if k else _unconnected_value(s, zero, targets[0], jac) for s, k in zip(sources, keep))
 
@@ -391,7 +392,7 @@ class GradientTape:
 
 # ----- helpers ------------------------------------------------------------------------------------
 def _at_user() -> str:
-    loc = tracer.user_location()
+    loc = user_location()
     return f" (at {loc})" if loc else ""
 
 
@@ -414,8 +415,8 @@ def _as_differentiable(x: Any, complaint: Callable[[], str]) -> Any:
     """A tensor (graph tensor while tracing) for a target or source; TypeError(complaint()) otherwise."""
     if isinstance(x, _TensorLike):
         x = x._read()
-    if isinstance(x, torch.Tensor) and tracer.current() is not None:
-        return tracer.current().capture(x)
+    if isinstance(x, torch.Tensor) and current() is not None:
+        return current().capture(x)
     if not isinstance(x, (torch.Tensor, GraphTensor)):
         raise TypeError(complaint())
     return x

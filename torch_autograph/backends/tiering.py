@@ -1,0 +1,183 @@
+"""jit_compile="auto": run a graph on the default backend, compile it with inductor in the background once hot.
+
+The compiled code replaces the default only when it times faster on a copy of
+the arguments; no call ever waits for a compile.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any, Callable
+
+import torch
+
+from ..errors import GraphLoweringError
+from ..graph import Graph, Node
+from . import Compiled, CompileOptions, torch_codegen
+from .inductor import _compile_split, _lower, _Runner, side_effect
+
+_Fallback = Callable[[str], None]
+
+
+class TieredBackend:
+    """The `Backend` of jit_compile="auto": `threshold` calls on the default backend, then inductor if faster."""
+
+    def __init__(self, threshold: int, on_fail: _Fallback) -> None:
+        self.threshold = threshold
+        self.on_fail = on_fail
+
+    def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
+        default = torch_codegen.compile_graph(graph, return_tuple=options.return_tuple)
+        return Tiered(graph, default, return_tuple=options.return_tuple, grad=options.grad,
+                      threshold=self.threshold, on_fail=self.on_fail, freeze=options.freeze_captures)
+
+
+class Tiered(Compiled):
+    """jit_compile="auto": run on the default backend, compile with inductor once the function is hot.
+
+    `entry` (the function the call path runs at first) counts calls and runs the default backend's
+    function. At the `threshold`-th call it hands the call path the default function itself (no
+    counting any more), copies that call's tensor arguments (examples of the same layout,
+    requires_grad and values, never the caller's tensors) and starts one daemon thread that:
+
+    1. compiles the graph with inductor for the examples' layout and requires_grad pattern; a graph
+       split at control flow (`regions.split`) runs once on the examples instead, compiling the regions
+       they reach (regions reached only by other arguments stay on their Python code);
+    2. times the compiled and the default function on the examples (interleaved rounds, medians, under
+       the trace's grad mode) and `install`s the compiled entry only when it is faster (one attribute
+       store: a concurrent call runs one or the other). A graph with side effects (Variable updates,
+       optimizer steps, prints, random ops) is not run on the examples: it is not timed (the compiled
+       entry is installed), and one with control flow stays on the default backend (`on_fail`).
+
+    No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
+    backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
+    default function for arguments of another layout or requires_grad pattern than the compiled one
+    (never compiling again on the call path). `status`: "default" (counting) -> "compiling" ->
+    "compiled" | "kept default" (the compiled code timed slower) | "failed".
+    """
+
+    _ROUNDS = 7  # timing rounds, each `number` calls of either function (about _BATCH_S s of the default's)
+    _BATCH_S = 1e-3
+
+    def __init__(self, graph: Graph, default: Callable[..., Any], *, return_tuple: bool, grad: bool,
+                 threshold: int, on_fail: _Fallback, freeze: bool = False) -> None:
+        super().__init__(default, "default", default_fn=default)
+        self.graph = graph
+        self.freeze = freeze
+        self.default = default
+        self.return_tuple = return_tuple
+        self.grad = grad
+        self.threshold = threshold
+        self.on_fail = on_fail
+        self.timings: tuple[float, float] | None = None  # (default, compiled) median s per call, once timed
+        self.calls = 0
+        self.thread: threading.Thread | None = None
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+        self.fn = self.entry()
+
+    def entry(self) -> Callable[..., Any]:
+        tier, default, threshold = self, self.default, self.threshold
+
+        def counting(*args: Any) -> Any:
+            n = tier.calls = tier.calls + 1
+            if n >= threshold:
+                tier.start(args)
+            return default(*args)
+
+        return counting
+
+    def start(self, args: tuple) -> None:
+        """Begin the background compile for arguments like `args` (once; later calls return at once)."""
+        with self._lock:
+            if self.thread is not None:
+                return
+            self.install(self.default)  # stop counting
+            self._status = "compiling"
+            self.thread = threading.Thread(target=self._compile, args=(_examples(args),), daemon=True,
+                                           name=f"ta-jit-{self.graph.name}")
+            self.thread.start()
+
+    def _compile(self, example: list[Any]) -> None:
+        try:
+            effect = side_effect(self.graph)
+            try:
+                entry = self._compiled(tuple(example), effect)
+                faster = effect is not None or self._faster(entry, tuple(example))
+            except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
+                self._status = "failed"
+                why = str(e).strip() or type(e).__name__
+                self.on_fail(why.split("\nFix:")[0])
+                return
+            if faster:
+                self.install(entry)
+            self._status = "compiled" if faster else "kept default"
+        finally:
+            self.done.set()
+
+    def _compiled(self, example: tuple, effect: Node | None) -> Callable[..., Any]:
+        """The compiled entry, its code compiled for `example` (which it may run once)."""
+        try:
+            gm, slots, values_graph = _lower(self.graph)
+        except GraphLoweringError:  # control flow: compile the regions the examples reach, by running them
+            if effect is not None:
+                loc = effect.origin
+                raise GraphLoweringError(
+                    f"graph {self.graph.name} has control flow, so its regions are compiled by running it once on "
+                    f"a copy of the arguments, which its side effect %{effect.name} ({effect.op.name}"
+                    f"{f' at {loc}' if loc else ''}) rules out; jit_compile=True compiles it at its first call"
+                ) from None
+            fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=self.freeze)
+            for r in runners:
+                r.may_compile = True
+            with torch.set_grad_enabled(self.grad):
+                fn(*example)
+            for r in runners:
+                r.may_compile = False
+            return fn
+        runner = _Runner(values_graph, gm, slots, self.return_tuple, self.grad, f"graph {self.graph.name}",
+                         default=torch_codegen.compile_graph(values_graph, return_tuple=True), freeze=self.freeze)
+        runner.variants[runner.key(example)] = runner.compile(example)
+        runner.may_compile = False
+        return runner.entry()
+
+    def _faster(self, compiled: Callable[..., Any], example: tuple) -> bool:
+        """Whether `compiled` runs `example` faster than the default function (medians of interleaved rounds)."""
+        default = self.default
+        with torch.set_grad_enabled(self.grad):
+            compiled(*example)
+            t0 = time.perf_counter()
+            default(*example)
+            number = max(1, min(1000, int(self._BATCH_S / max(time.perf_counter() - t0, 1e-7))))
+            times: tuple[list[float], list[float]] = ([], [])
+            for _ in range(self._ROUNDS):
+                for fn, out in ((default, times[0]), (compiled, times[1])):
+                    t0 = time.perf_counter()
+                    for _ in range(number):
+                        fn(*example)
+                    out.append((time.perf_counter() - t0) / number)
+        self.timings = (statistics.median(times[0]), statistics.median(times[1]))
+        return self.timings[1] < self.timings[0]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a started compile; True when the inductor code is in use."""
+        if self.thread is not None:
+            self.done.wait(timeout)
+        return self.status == "compiled"
+
+
+
+
+def _examples(args: tuple) -> list[Any]:
+    """Copies of the tensors in `args` (same layout, requires_grad and values): the background thread
+    must neither keep nor read the caller's tensors."""
+    out = []
+    with torch.no_grad():
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                a = torch.empty_strided(a.size(), a.stride(), dtype=a.dtype, device=a.device).copy_(a) \
+                    .requires_grad_(a.requires_grad)
+            out.append(a)
+    return out

@@ -1,0 +1,199 @@
+"""ConcreteFunction: one traced graph of a Function, for one input signature, compiled by one backend."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+from typing import Any, Callable
+
+import torch
+
+from .. import nest
+from ..backends import Compiled
+from ..backends.fx_lowering import to_fx
+from ..backends.torch_codegen import add_runtime_error_note
+from ..graph import Graph, Value
+from ..tracing.spec import TensorSpec
+from ..tracing.tensor import GraphTensor
+from . import signatures as sig
+from .arguments import bind_arguments, collect_inputs
+from .signatures import Literal, Structure
+from .tracebacks import strip_internal_frames
+
+_trace_ids = itertools.count(1)
+
+
+class ConcreteFunction:
+    """One traced graph of a Function, for one input signature. Never retraces.
+
+    Attributes:
+        graph: the `Graph`.
+        name: e.g. `__inference_predict_3`.
+        structured_input_signature: `(args, kwargs)` of TensorSpecs and literals.
+        structured_outputs: the outputs as graph tensors, in the returned structure.
+        captured_inputs: the real tensors the graph reads by reference.
+        arg_types: trace type per bound argument name; `grad`: the grad mode it was traced under;
+        guards: (module weakref, training flag) pairs checked at every call.
+    """
+
+    def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
+                 result: Any, guards: tuple, function_name: str, grad: bool) -> None:
+        self.graph = graph
+        self.grad = grad
+        self.name = f"__inference_{function_name}_{next(_trace_ids)}"
+        self.arg_types = arg_types
+        self.guards = guards
+        self.last_used = 0
+        self._compiled = compiled
+        self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
+        compiled.subscribe(self._install)
+        self._signature = signature
+        self._result = result
+        single = isinstance(result, GraphTensor) or result is None
+        template = nest.map_structure(lambda _: None, result) if not single else None
+        self._pack = None if single else functools.partial(nest.pack_sequence_as, template)
+
+    # ----- calling ------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.call_bound(bind_arguments(self._signature, args, kwargs, self.name))
+        except Exception as e:
+            raise strip_internal_frames(e)
+
+    def call_bound(self, bound: dict[str, Any]) -> Any:
+        flat: list[torch.Tensor] = []
+        for name, value in bound.items():
+            collect_inputs(self.arg_types[name], value, name, flat, self.name)
+        return self.run(flat)
+
+    def run(self, flat: Any) -> Any:
+        """Run the graph on its flat tensor inputs; the one epilogue every call path shares."""
+        try:
+            out = self._fn(*flat)
+        except Exception as e:
+            self.note_runtime_error(e)
+            raise
+        return out if self._pack is None else self._pack(out)
+
+    def note_runtime_error(self, e: BaseException) -> None:
+        """Name the user line whose op failed while the graph ran (once per exception)."""
+        add_runtime_error_note(e, self._compiled.default_fn)
+
+    def _install(self, fn: Callable[..., Any]) -> None:
+        self._fn = fn  # one attribute store: the call paths read `cf._fn` once per call
+
+    def guards_hold(self) -> bool:
+        for ref, training in self.guards:
+            m = ref()
+            if m is None or m.training != training:
+                return False
+        return True
+
+    # ----- compilation ----------------------------------------------------------------
+    @property
+    def jit_status(self) -> str:
+        """Which code runs: "off" (jit_compile=False: the default backend), "compiled" (inductor), or with
+        jit_compile="auto" "default" (counting calls on the default backend), "compiling" (inductor, in a
+        background thread), "compiled", "kept default" (compiled, but timed slower than the default backend
+        on a copy of the arguments) or "failed" (stays on the default backend; one warning said why)."""
+        return self._compiled.status
+
+    def wait_for_compile(self, timeout: float | None = None) -> bool:
+        """jit_compile="auto": wait up to `timeout` s for a background inductor compile already started
+        (by the `ta.config.set_jit_threshold` call); True when the compiled code is now the one called."""
+        return self._compiled.wait(timeout)
+
+    def to_fx(self) -> torch.fx.GraphModule:
+        """The graph as a `torch.fx.GraphModule` (captures as buffers/parameters, `cond` as `torch.cond`).
+
+        Raises:
+            GraphLoweringError: a construct fx cannot express (a `while` loop, a run-time check, a `cond`
+                whose branches update state), naming the node and the user's line.
+        """
+        return to_fx(self.graph)
+
+    # ----- inspection ---------------------------------------------------------------
+    @property
+    def inputs(self) -> list[Value]:
+        """Placeholder values followed by capture values."""
+        return list(self.graph.inputs) + [v for v, _ in self.graph.captures]
+
+    @property
+    def outputs(self) -> list[Value]:
+        return [o for o in self.graph.outputs if isinstance(o, Value)]
+
+    @property
+    def captured_inputs(self) -> list[torch.Tensor]:
+        return self.graph.capture_tensors
+
+    @property
+    def structured_outputs(self) -> Any:
+        return self._result
+
+    @property
+    def structured_input_signature(self) -> tuple[tuple, dict]:
+        args, kwargs = [], {}
+        for p in self._signature.parameters.values():
+            t = public_type(self.arg_types[p.name])
+            if p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = t
+            elif p.kind is p.VAR_POSITIONAL:
+                args.extend(t)
+            elif p.kind is p.VAR_KEYWORD:
+                kwargs.update(t)
+            else:
+                args.append(t)
+        return tuple(args), kwargs
+
+    @property
+    def output_dtypes(self) -> Any:
+        return nest.map_structure(lambda g: g.dtype if isinstance(g, GraphTensor) else None, self._result)
+
+    @property
+    def output_shapes(self) -> Any:
+        return nest.map_structure(lambda g: g.shape if isinstance(g, GraphTensor) else None, self._result)
+
+    def describe_types(self) -> str:
+        return "(" + ", ".join(f"{n}: {sig.describe(public_type(t))}" for n, t in self.arg_types.items()) + ")"
+
+    def pretty_printed_signature(self) -> str:
+        lines = ["Input Parameters:"]
+        for p in self._signature.parameters.values():
+            lines.append(f"  {p.name} ({p.kind.name}): {sig.describe(public_type(self.arg_types[p.name]))}")
+        lines.append("Output Type:")
+        lines.append("  " + _describe_output(self._result))
+        lines.append("Captures:")
+        if self.graph.captures:
+            lines += [f"  {id(t)}: {TensorSpec.from_tensor(t)!r}" for _, t in self.graph.captures]
+        else:
+            lines.append("  None")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return "ConcreteFunction " + self.pretty_printed_signature()
+
+    def __repr__(self) -> str:
+        return f"<ConcreteFunction {self.name} at {id(self):#x}>"
+
+
+def public_type(t: Any) -> Any:
+    """A trace type as users see it: structures as the list/tuple/dict they stand for."""
+    if isinstance(t, Structure):
+        items = [public_type(i) for i in t.items]
+        if t.kind is dict:
+            return dict(zip(t.keys, items))
+        if t.kind in (list, tuple):
+            return t.kind(items)
+        return t
+    return t
+
+
+def _describe_output(result: Any) -> str:
+    def leaf(x: Any) -> Any:
+        if isinstance(x, GraphTensor):
+            v = x._value
+            return TensorSpec(v.shape, v.dtype, None, v.device)
+        return Literal(x) if isinstance(x, (int, float, str, bool, type(None))) else x
+
+    return repr(nest.map_structure(leaf, result))

@@ -1,0 +1,127 @@
+"""The compile pipeline of one trace: Python -> graph -> passes -> backend -> ConcreteFunction.
+
+    trace(target, ...)      run the (converted) Python on graph tensors: a Graph
+    optimize(graph)         constant folding, CSE, dead-code elimination; verify
+    options.backend()       the Backend the Function's options select
+    backend.compile(graph)  a Compiled callable, wrapped in a ConcreteFunction
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .. import nest
+from ..backends import Backend, CompileOptions
+from ..backends.torch_codegen import TorchBackend
+from ..graph import Graph, ValueKind
+from ..graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
+from ..state import variables
+from ..tracing import messages
+from ..tracing.guards import module_guards
+from ..tracing.tensor import GraphTensor
+from ..tracing.trace import TraceState, tracing
+from .arguments import placeholders_for, rebuild_call
+from .concrete import ConcreteFunction
+from .tracebacks import add_user_frames
+
+
+@dataclass
+class BackendChoice:
+    """A Function's compile options, and the backend they select (made once, at the first trace)."""
+
+    jit_compile: bool | str = False
+    cuda_graphs: bool = False
+    freeze_captures: bool = False
+    function_name: str = ""
+    on_jit_fallback: Callable[[str], None] | None = None
+    _backend: Backend | None = field(default=None, repr=False)
+
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = self._make()
+        return self._backend
+
+    def _make(self) -> Backend:
+        if self.jit_compile == "auto":
+            from ..backends.tiering import TieredBackend  # inductor's modules load only when jit is asked for
+            from ..config import get_jit_threshold
+
+            backend: Backend = TieredBackend(get_jit_threshold(), self.on_jit_fallback or (lambda reason: None))
+        elif self.jit_compile:
+            from ..backends.inductor import InductorBackend
+
+            backend = InductorBackend()
+        else:
+            backend = TorchBackend()
+        if self.cuda_graphs:  # capture the CUDA work once per input layout, replay it
+            from ..backends.cuda_graphs import CudaGraphsBackend, FallbackWarnings
+
+            backend = CudaGraphsBackend(backend, FallbackWarnings(self.function_name,
+                                                                  emit=messages.warn_at_user_line))
+        return backend
+
+
+def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
+          bound: dict[str, Any], grad: bool) -> tuple[Graph, Any, tuple]:
+    """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards)."""
+    graph = Graph(name)
+    with torch.set_grad_enabled(grad), tracing(graph) as state:
+        values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
+        args, kwargs = rebuild_call(signature, values)
+        try:
+            result = target(*args, **kwargs)
+        except Exception as e:
+            messages.explain_trace_error(e, state)
+            add_user_frames(e)
+            raise
+        result = finish_outputs(state, graph, result)
+        guards = module_guards(state)
+    return graph, result, guards
+
+
+def optimize(graph: Graph) -> None:
+    """The graph passes, in order; each keeps `Graph.verify()` true."""
+    fold_constants(graph)
+    eliminate_common_subexpressions(graph)
+    eliminate_dead_code(graph)
+    graph.verify()
+
+
+def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
+                      arg_types: dict[str, Any], bound: dict[str, Any], grad: bool) -> ConcreteFunction:
+    """The whole pipeline for one trace."""
+    graph, result, guards = trace(target, name, signature, arg_types, bound, grad)
+    optimize(graph)
+    options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
+                             freeze_captures=choice.freeze_captures)
+    compiled = choice.backend().compile(graph, options)
+    return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
+                            guards=guards, function_name=name, grad=grad)
+
+
+def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
+    """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
+
+    def leaf(x: Any) -> Any:
+        if isinstance(x, variables.Variable):
+            x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
+        if isinstance(x, GraphTensor):
+            x = state.to_graph_tensor(x)
+            # A run-time Python number (e.g. x.size(0) of a None dim) comes back as a tensor, like a
+            # trace-time one below, so the output type does not depend on how much shape was known.
+            return torch.tensor(x) if x._value.kind is ValueKind.SCALAR else x
+        if isinstance(x, torch.Tensor):
+            return state.capture(x)
+        if isinstance(x, (bool, int, float)):
+            return torch.tensor(x)  # recorded by the tracing mode: Python scalars come back as tensors
+        return x
+
+    result = nest.map_structure(leaf, result)
+    graph.outputs = [x._value if isinstance(x, GraphTensor) else x for x in nest.flatten(result)]
+    if isinstance(result, GraphTensor) or result is None:
+        graph.outputs = [result._value if result is not None else None]
+    return result

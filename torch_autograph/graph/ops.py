@@ -1,0 +1,144 @@
+"""What a node does: an `Op` (kind, target, effects) and the structured control-flow targets.
+
+Everything a pass or backend needs to know about a node is data on its `Op`,
+set by whoever records the node: whether it writes an argument in place, draws
+random numbers, runs Python or autograd at every call, and whether it is a
+pure function of its arguments. Nothing downstream looks at module or function
+names to find out.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from .values import Value
+
+
+class OpKind(enum.Enum):
+    """How a node's target is applied (and printed / generated)."""
+
+    FUNCTION = "function"  # target(*args, **kwargs)
+    METHOD = "method"  # args[0].<target name>(*args[1:], **kwargs)
+    GETATTR = "getattr"  # args[0].<attribute>
+    OPERATOR = "operator"  # a Python operator: a + b, a[i], a[i] = v, ...
+    CONTROL = "control"  # a structured control-flow op holding sub-graphs
+
+
+class Effect(enum.Flag):
+    """What a node does besides computing its outputs. Any effect keeps the node, in program order."""
+
+    NONE = 0
+    WRITES_FIRST_ARG = enum.auto()  # writes args[0] in place: x.add_(y), x[i] = v, Variable.assign, lst.append
+    WRITES_OUT = enum.auto()  # writes its `out=` argument
+    RANDOM = enum.auto()  # draws random numbers: never merged, folded or pruned
+    RUNS_PYTHON = enum.auto()  # runs Python at every call: ta.print, ta.py_function, a staged optimizer step
+    RAISES = enum.auto()  # a run-time check: raises when its condition is false, so it always runs
+    UNKNOWN = enum.auto()  # may write anything it reads (control flow whose sub-graphs have effects)
+
+
+@dataclass(frozen=True)
+class Op:
+    """What a node does: a kind plus the Python object it applies.
+
+    Attributes:
+        kind: how `target` is applied.
+        target: the callable for FUNCTION (e.g. `torch.add`), the method or
+            attribute name for METHOD / GETATTR (e.g. `"view"`), the `operator`
+            function for OPERATOR (e.g. `operator.add`), or a control-flow op
+            object for CONTROL.
+        name: only for printing and naming outputs.
+        effects: what the node does besides computing its outputs.
+        pure: the outputs are a deterministic function of the arguments and
+            nothing else: passes may merge two such nodes (CSE) or compute one
+            ahead of time (constant folding). False for library helpers with an
+            identity of their own (a tape's `watch` makes a new leaf each time).
+        runs_autograd: the node runs autograd itself (`backward`,
+            `torch.autograd.grad`, a GradientTape gradient): compiled regions
+            end there, and the graph is a training step.
+        inplace: set on the Python operator an augmented assignment to a
+            run-time Python number records (`n += 1` rebinds `n`, as in Python):
+            the in-place tensor op the same statement records when its target is
+            a tensor (`t += 1` is `t.add_(1)`), which the node must become if its
+            target is re-typed to a tensor.
+        converts_number: marks the `torch.tensor(n, dtype=..., device=...)` the
+            tracer itself inserts where a Python number must become a tensor (a
+            graph `if` merging it with a tensor from the other branch, a loop
+            variable the body promotes), as opposed to a user's own
+            `torch.tensor` call: if re-typing makes `n` a tensor of that dtype,
+            a trace would insert nothing, and the node becomes the identity.
+    """
+
+    kind: OpKind
+    target: Any
+    name: str
+    effects: Effect = Effect.NONE
+    pure: bool = False
+    runs_autograd: bool = False
+    inplace: "Op | None" = None
+    converts_number: bool = False
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the node has an effect: never pruned, never merged, run in program order."""
+        return self.effects is not Effect.NONE
+
+
+@dataclass(frozen=True, eq=False)
+class CondOp:
+    """Target of a `cond` node: subgraphs[0] runs when args[0] is true, subgraphs[1] otherwise."""
+
+    def __repr__(self) -> str:
+        return "cond"
+
+    def describe_extra(self) -> str:
+        return ""
+
+
+@dataclass(frozen=True, eq=False)
+class WhileOp:
+    """Target of a `while` node.
+
+    `loop_vars` are the values the condition (subgraphs[0], one output) and
+    the body (subgraphs[1], one output per loop var) read; node args start
+    with their initial values. `maximum_iterations` is None, an int or a Value.
+    """
+
+    loop_vars: tuple[Value, ...]
+    maximum_iterations: Any = None
+    checks_iteration: bool = False  # the last loop var says whether the body ran (variables first assigned in it)
+
+    def __repr__(self) -> str:
+        return "while"
+
+    def describe_extra(self) -> str:
+        names = ", ".join(f"%{v.name}" for v in self.loop_vars)
+        limit = "" if self.maximum_iterations is None else f", maximum_iterations={self.maximum_iterations!r}"
+        return f", loop_vars=({names}){limit}"
+
+
+@dataclass(frozen=True, eq=False)
+class CheckOp:
+    """Target of a run-time check: raises InvalidArgumentError when args[0] is false."""
+
+    message: str
+
+    def __repr__(self) -> str:
+        return "check"
+
+    def describe_extra(self) -> str:
+        return f", {self.message!r}"
+
+
+def run_check(condition: Any, message: str) -> None:
+    """What a `check` node does when the graph runs."""
+    if not bool(condition):
+        raise InvalidArgumentError(message)
+
+
+def control_op(target: Any, name: str, subgraph_nodes: Any = ()) -> Op:
+    """The Op of a control-flow node whose sub-graphs hold `subgraph_nodes`: it has an effect if any of them does."""
+    stateful = any(n.stateful for n in subgraph_nodes)
+    return Op(OpKind.CONTROL, target, name, effects=Effect.UNKNOWN if stateful else Effect.NONE)

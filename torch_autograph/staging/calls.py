@@ -1,0 +1,84 @@
+"""Calls made from converted code that must run when the graph runs, not while tracing.
+
+Converted code stages the PyTorch training-step calls that would otherwise
+run once, at trace time, with stale gradients::
+
+    optimizer.zero_grad()   # Optimizer.zero_grad / Module.zero_grad
+    loss.backward()         # recorded by the tracer as a node with effects
+    optimizer.step()        # Optimizer.step
+    scheduler.step()        # LRScheduler.step
+
+Each becomes a `ta.py_function` node calling the method on the real object
+when the graph runs. With `autograph=False` nothing is converted: an optimizer
+step attempted while tracing raises instead of silently updating with stale
+gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import types
+
+import torch
+
+from ..tracing.context import current
+from ..autograph import convert
+from ..tracing.user_ops import label_of, py_function
+
+# ----- PyTorch training-step calls made from converted code --------------------------------------
+try:
+    from torch.optim.lr_scheduler import LRScheduler as _LRScheduler
+except ImportError:  # torch < 2.0
+    from torch.optim.lr_scheduler import _LRScheduler  # type: ignore[attr-defined,no-redef]
+
+
+def _is_staged_method(f: Any) -> bool:
+    if getattr(f, "_wrapped_by_lr_sched", False):
+        return True  # `optimizer.step` once an LR scheduler has wrapped it (an instance attribute)
+    owner = getattr(f, "__self__", None)
+    name = getattr(f, "__name__", "")
+    if isinstance(owner, torch.optim.Optimizer):
+        return name in ("step", "zero_grad")
+    if isinstance(owner, _LRScheduler):
+        return name == "step"
+    if isinstance(owner, torch.nn.Module):
+        return name == "zero_grad"
+    return False
+
+
+def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Call override: `optimizer.step()` & co. from converted code become run-time nodes while tracing."""
+    if current() is None or not _is_staged_method(f):
+        return NotImplemented
+    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
+    return py_function(fn, args, name=label_of(f))
+
+
+def call_module(module: Any, args: tuple, kwargs: dict) -> Any:
+    """Call an nn.Module from converted code with the user-written `forward`s in it converted.
+
+    `Module.__call__` (hooks, train/eval bookkeeping) runs as usual; every
+    submodule whose `forward` is user code (not torch's) gets its converted
+    form as an instance attribute for the duration of the call, so tensor
+    `if`/`for` in a model's forward become graph control flow even when a
+    torch container such as `nn.Sequential` calls it.
+    """
+    if not isinstance(module, torch.nn.Module) or current() is None:
+        return NotImplemented
+    swapped = []
+    for m in module.modules():
+        forward = type(m).forward
+        if getattr(forward, "__module__", "").startswith("torch.") or "forward" in m.__dict__:
+            continue
+        converted = convert(types.MethodType(forward, m))
+        if getattr(converted, "__func__", None) is not forward:
+            m.__dict__["forward"] = converted
+            swapped.append(m)
+    if not swapped:
+        return NotImplemented
+    try:
+        return module(*args, **kwargs)
+    finally:
+        for m in swapped:
+            m.__dict__.pop("forward", None)

@@ -1,0 +1,86 @@
+"""How a converted `for` loop iterates over graph values: the number of iterations and an element getter.
+
+`for x in t`, `for i in range(n)`, `enumerate(...)` and `zip(...)` over graph
+values become a graph `while` loop over an index `k`; `iteration` says how
+many times it runs and how to read the k-th element.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any, Callable
+
+import torch
+
+from ..autograph.operators.py_builtins import LazyEnumerate, LazyIterable, LazyRange, LazyZip
+from ..graph import Op, OpKind, SourceLocation, ValueKind
+from ..tracing import lists
+from ..tracing.lists import GraphList
+from ..tracing.shape_inference import Meta
+from ..tracing.tensor import GraphTensor, call_python, record_with_meta
+
+def to_scalar(x: GraphTensor, kind: type = int) -> GraphTensor:
+    """A run-time Python number read from a one-element graph tensor (`int(t)` when the graph runs)."""
+    dtype = {int: torch.int64, float: torch.float64, bool: torch.bool}[kind]
+    return record_with_meta(Op(OpKind.FUNCTION, kind, "item"), (x,), {},
+                                   Meta(dtype, (), None, ValueKind.SCALAR))
+
+
+def is_scalar(x: Any) -> bool:
+    return isinstance(x, GraphTensor) and x._value.kind is ValueKind.SCALAR
+
+
+def length(x: Any) -> Any:
+    """Static dim 0, or a run-time value."""
+    if isinstance(x, GraphList):
+        return lists.length(x)
+    if isinstance(x, GraphTensor):
+        if x.shape is None or len(x.shape) == 0:
+            raise TypeError(f"iteration over a 0-d tensor {x!r}")
+        return x.size(0)
+    return len(x)
+
+
+def _range_len(start: Any, stop: Any, step: Any) -> int:
+    return len(range(start, stop, step))
+
+
+def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callable[[Any], Any]]:
+    """(number of iterations, element getter) for a staged iterable."""
+    if isinstance(iterable, LazyRange):
+        start, stop, step = (to_scalar(v) if isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR
+                             else v for v in (iterable.start, iterable.stop, iterable.step))
+        n = call_python(_range_len, start, stop, step) if any(
+            isinstance(v, GraphTensor) for v in (start, stop, step)) else _range_len(start, stop, step)
+        plain = type(start) is int and type(step) is int and (start, step) == (0, 1)
+        return n, (lambda k: k) if plain else (lambda k: start + k * step)
+    if isinstance(iterable, LazyEnumerate):
+        n, get = iteration(iterable.iterable, origin)
+        start = iterable.start
+        return n, lambda k: (k + start if not (isinstance(start, int) and start == 0) else k, get(k))
+    if isinstance(iterable, LazyZip):
+        parts = [iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else _python_sequence(it, origin)
+                 for it in iterable.iterables]
+        n = parts[0][0]
+        for m, _ in parts[1:]:
+            n = builtins.min(n, m) if not (isinstance(n, GraphTensor) or isinstance(m, GraphTensor)) else \
+                call_python(builtins.min, n, m)
+        return n, lambda k: tuple(get(k) for _, get in parts)
+    if isinstance(iterable, GraphTensor):
+        return length(iterable), lambda k: iterable[k]
+    raise TypeError(f"cannot iterate over {iterable!r} in a graph loop{' at ' + str(origin) if origin else ''}")
+
+
+def _python_sequence(it: Any, origin: SourceLocation | None) -> tuple[int, Callable[[Any], Any]]:
+    """(length, element getter) of a Python iterable zipped with a graph one: read at a run-time index."""
+    items = list(it)
+    if items and all(isinstance(v, (GraphTensor, torch.Tensor)) for v in items):
+        graph_list = lists.new_list(items)
+        return len(items), lambda k: lists.getitem(graph_list, k)
+    if all(type(v) in (bool, int, float) for v in items) and len({type(v) for v in items}) <= 1:
+        constants = tuple(items)
+        return len(items), lambda k: call_python(operator.getitem, constants, k)
+    where = f" at {origin}" if origin else ""
+    raise TypeError(f"cannot zip {type(it).__name__} {it!r} with a graph iterable{where}: only tensors or Python "
+                    f"numbers of one type can be read at a run-time index. Make it a tensor.")

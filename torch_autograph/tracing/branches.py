@@ -1,0 +1,161 @@
+"""What `cond` and `while_loop` share: sub-graph tracing (`Branch`), the UNSET marker, value kinds and messages.
+
+A branch or loop body is traced into a sub-graph by a `Branch`: it runs user
+code in a sub-trace whose reads of enclosing values become sub-graph inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from .. import nest
+from ..graph import Graph, Op, OpKind, SourceLocation, Value, ValueKind
+from .shape_inference import Meta
+from .tensor import GraphTensor, record_with_meta
+from .trace import TraceState, reenter, subtrace
+
+
+SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
+
+
+class Unset:
+    """A branch or loop value that may be anything of the other side's type.
+
+    Used for a function's return slot before a `return` ran (its reads are
+    guarded) and for loop variables first assigned inside the loop.
+    """
+
+    _instance = None
+
+    def __new__(cls) -> "Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = Unset()
+
+
+def leaf_kind(x: Any) -> str:
+    if isinstance(x, GraphTensor):
+        return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(x._value.kind, "tensor")
+    if isinstance(x, torch.Tensor):
+        return "tensor"
+    if type(x) in SCALAR_DTYPES:
+        return "pyscalar"
+    if x is UNSET:
+        return "unset"
+    return "object"
+
+
+def describe(x: Any) -> str:
+    if isinstance(x, GraphTensor):
+        v = x._value
+        return f"{v.type_str()}"
+    if isinstance(x, torch.Tensor):
+        return f"tensor {str(x.dtype).replace('torch.', '')}{list(x.shape)}"
+    return f"{type(x).__name__} {x!r}"
+
+
+def where(origin: SourceLocation | None) -> str:
+    if origin is None:
+        return ""
+    code = f" (`{origin.line}`)" if origin.line else ""
+    return f" at {origin}{code}"
+
+
+class Branch:
+    """One traced sub-graph and the state that recorded it."""
+
+    def __init__(self, name: str, outer: TraceState) -> None:
+        self.graph = Graph(outer.fresh_name(name))
+        self.outer = outer
+        self.lifted: dict[int, GraphTensor] = {}
+        self.state: TraceState | None = None
+
+    def lift(self, g: GraphTensor) -> GraphTensor:
+        outer_g = self.state.parent.to_graph_tensor(g)
+        v = outer_g._value
+        hit = self.lifted.get(id(v))
+        if hit is None:
+            self.graph.inputs.append(v)
+            hit = self.lifted[id(v)] = self.state.wrap(v)
+        return hit
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.state is not None:
+            with reenter(self.state):
+                return fn(*args)
+        with subtrace(self.graph, self.lift) as state:
+            self.state = state
+            return fn(*args)
+
+    def record(self, fn: Callable[[], Any]) -> Any:
+        """Record more ops into this (finished) branch, e.g. a conversion of its output."""
+        return self.run(fn)
+
+
+def to_value(branch: Branch, x: Any) -> Any:
+    """A branch output as a graph output: a Value or a Python constant."""
+    if isinstance(x, GraphTensor):
+        return branch.record(lambda: branch.state.to_graph_tensor(x))._value
+    if isinstance(x, torch.Tensor):
+        return branch.record(lambda: branch.state.capture(x))._value
+    return x
+
+
+def number_to_tensor(x: Any, like: Value) -> GraphTensor:
+    """`torch.tensor(x)` of `like`'s dtype and device for a Python number or run-time scalar, in the current trace.
+
+    Recorded with `Op.converts_number`: re-typing tells this conversion, which
+    the tracer inserted, from a user's `torch.tensor` call.
+    """
+    op = Op(OpKind.FUNCTION, torch.tensor, "tensor", pure=True, converts_number=True)
+    return record_with_meta(op, (x,), {"dtype": like.dtype, "device": like.device},
+                                   Meta(like.dtype, (), like.device, ValueKind.TENSOR))
+
+
+def as_tensor_in(branch: Branch, x: Any, like: Value) -> Value:
+    """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
+
+    def make() -> Any:
+        return number_to_tensor(branch.state.to_graph_tensor(x) if isinstance(x, GraphTensor) else x, like)
+
+    return branch.record(make)._value
+
+
+def value_type(v: Any) -> tuple:
+    if isinstance(v, Value):
+        return (v.kind, v.dtype, v.device)
+    return (ValueKind.SCALAR, SCALAR_DTYPES[type(v)], None)
+
+
+def type_words(t: tuple) -> str:
+    kind, dtype, _ = t
+    if kind is ValueKind.SCALAR:
+        return f"Python type {_SCALAR_NAMES.get(dtype, 'int')}"
+    return f"dtype {dtype}"
+
+
+_SCALAR_NAMES = {torch.bool: "bool", torch.int64: "int", torch.float64: "float"}
+
+
+def structure_repr(x: Any) -> str:
+    return repr(nest.map_structure(lambda leaf: "Tensor" if isinstance(leaf, GraphTensor) else type(leaf).__name__,
+                                   x))
+
+
+def check_predicate(v: Value, what: str, origin: SourceLocation | None) -> None:
+    if v.kind is ValueKind.TENSOR and v.shape is not None and None not in v.shape:
+        n = 1
+        for d in v.shape:
+            n *= d
+        if n != 1:
+            raise ValueError(f"condition of {what} expected a single-element tensor{where(origin)}, got "
+                             f"{v.type_str()}: a tensor with {n} elements has no truth value. Reduce it first "
+                             f"(e.g. `.any()` or `.all()`).")

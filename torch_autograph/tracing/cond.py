@@ -1,0 +1,186 @@
+"""Graph `cond` nodes and run-time checks: `cond` traces both branches of a tensor `if` into sub-graphs.
+
+`ta.cond(pred, true_fn, false_fn)` with a graph-tensor predicate traces both
+branches into sub-graphs and records one `cond` node; the torch backend runs
+it as a Python `if` on the evaluated predicate, so autograd records exactly
+the path taken. With a Python predicate it behaves exactly like Python.
+
+Printed form::
+
+    %y: float32[3] = cond(%gt)  # demo.py:5
+        graph true() { %mul = %x * 2 ... return %mul }
+        graph false() { ... }
+
+Python numbers stay Python numbers: a counter `i = 0` carried through a branch
+is a run-time Python int (a SCALAR value), not a tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+
+from .. import errors, nest
+from ..graph import CheckOp, CondOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind, control_op, unique_values
+from ..graph.passes.dead_code import eliminate_dead_code
+from ..graph.walkers import merge_dims
+from . import lists
+from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
+                       structure_repr, to_value, type_words, value_type, where)
+from .context import current
+from .locations import user_location
+from .tensor import GraphTensor
+from .trace import TraceState
+
+
+def _unset_in(branch: Branch, like: Value) -> Any:
+    """A stand-in of `like`'s type for a value that will never be read."""
+    if like.kind is ValueKind.SCALAR:
+        return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
+    shape = tuple(0 if d is None else d for d in (like.shape if like.shape is not None else (0,)))
+    return branch.record(lambda: torch.zeros(shape, dtype=like.dtype, device=like.device))._value
+
+
+def _merged_value(outer: TraceState, name: str, a: Any, b: Any) -> Value:
+    shape = merge_dims(a.shape, b.shape) if a.kind is ValueKind.TENSOR else ()
+    return Value(outer.fresh_name(name), a.dtype, shape, a.device, a.kind)
+
+
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
+         names: Sequence[str] | None = None, origin: SourceLocation | None = None) -> Any:
+    """`true_fn() if pred else false_fn()`, as a graph `cond` when `pred` is a graph tensor.
+
+    Both functions return the same structure; the result has that structure.
+    A value produced by both branches must have the same dtype (and the same
+    Python type for Python numbers); shapes may differ (the merged dim is None).
+
+    Raises:
+        TypeError: the branches return different structures or dtypes.
+        ValueError: a branch leaves a value None where the other does not.
+    """
+    state = current()
+    if state is None or not isinstance(pred, GraphTensor):
+        return true_fn() if pred else false_fn()
+    origin = origin or user_location()
+    p = state.to_graph_tensor(pred)
+    check_predicate(p._value, "if statement", origin)
+    tb, fb = Branch("true", state), Branch("false", state)
+    t_out = tb.run(true_fn)
+    f_out = fb.run(false_fn)
+    t_out, f_out = _fill_unset(t_out, f_out), _fill_unset(f_out, t_out)
+    t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
+    results: list[Any] = []
+    t_vals, f_vals, outs = [], [], []
+    for i, (a, b) in enumerate(zip(t_leaves, f_leaves)):
+        name = _leaf_name(names, t_out, i)
+        merged = _merge_pair(state, tb, fb, name, a, b, origin)
+        if isinstance(merged, tuple):
+            va, vb, out = merged
+            t_vals.append(va)
+            f_vals.append(vb)
+            outs.append(out)
+            results.append(state.wrap(out))
+        else:
+            results.append(merged)
+    tb.graph.outputs, fb.graph.outputs = t_vals, f_vals
+    eliminate_dead_code(tb.graph)
+    eliminate_dead_code(fb.graph)
+    lifted = unique_values([v for g in (tb.graph, fb.graph) for v in g.inputs])
+    op = control_op(CondOp(), "cond", [n for g in (tb.graph, fb.graph) for n in g.nodes])
+    node = Node(op, (p._value, *lifted), {}, tuple(outs),
+                pattern=tuple(outs), origin=origin, subgraphs=(tb.graph, fb.graph))
+    state.graph.nodes.append(node)
+    return nest.pack_sequence_as(t_out, results)
+
+
+def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b: Any,
+                origin: SourceLocation | None) -> Any:
+    """Either a Python value both branches share, or (true value, false value, merged Value)."""
+    ka, kb = leaf_kind(a), leaf_kind(b)
+    if ka == "unset" and kb == "unset":
+        return UNSET
+    # A value never read on one side (UNSET) lets a Python value from the other pass through as is.
+    if ka == "unset" and kb in ("pyscalar", "object"):
+        return b
+    if kb == "unset" and ka in ("pyscalar", "object"):
+        return a
+    if ka in ("pyscalar", "object") and kb in ("pyscalar", "object") and type(a) is type(b) and (a is b or a == b):
+        return a
+    if "object" in (ka, kb):
+        if a is None or b is None:
+            which = "main" if a is None else "else"
+            raise ValueError(f"'{name}' is None at the end of the {which} branch of the `if`{where(origin)}; a "
+                             f"graph `if` needs a value of the same type from both branches.")
+        raise TypeError(f"'{name}' is {describe(a)} in the main branch but {describe(b)} in the else branch of the "
+                        f"`if`{where(origin)}; a Python object that differs between the branches of a graph `if` "
+                        f"cannot be merged. Make it a tensor, or compute it outside the `if`.")
+    va = None if ka == "unset" else to_value(tb, a)
+    vb = None if kb == "unset" else to_value(fb, b)
+    # Python numbers on one side and tensors on the other: the number becomes a tensor.
+    if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in ("pyscalar", "scalar"):
+        vb = as_tensor_in(fb, b, va)
+    elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
+        va = as_tensor_in(tb, a, vb)
+    if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, f"'{name}'") \
+            if vb.dtype is not None else (va.dtype, va.shape, va.device)
+        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
+    if va is None:
+        va = _unset_in(tb, vb)
+    if vb is None:
+        vb = _unset_in(fb, va)
+    ta_, tb_ = value_type(va), value_type(vb)
+    if ta_[0] != tb_[0] or ta_[1] != tb_[1]:
+        raise TypeError(f"'{name}' has {type_words(ta_)} in the main branch, but {type_words(tb_)} in the else "
+                        f"branch of the `if`{where(origin)}; both branches must give it the same type.")
+    if ta_[2] != tb_[2]:
+        raise TypeError(f"'{name}' is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
+                        f"`if`{where(origin)}.")
+    out = _merged_value(state, name, _meta_of(va), _meta_of(vb))
+    return va, vb, out
+
+
+def _meta_of(v: Any) -> Any:
+    if isinstance(v, Value):
+        return v
+    return Value("_", SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+
+
+def _fill_unset(out: Any, other: Any) -> Any:
+    """An UNSET variable takes the structure of its counterpart (e.g. a return slot vs `return (a, b)`)."""
+    if out is UNSET and other is not UNSET:
+        return nest.map_structure(lambda _: UNSET, other)
+    if type(out) is tuple and type(other) is tuple and len(out) == len(other):
+        return tuple(_fill_unset(o, t) for o, t in zip(out, other))
+    return out
+
+
+def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
+                     origin: SourceLocation | None) -> tuple[list, list]:
+    same = nest.structure_signature(t_out) == nest.structure_signature(f_out)
+    if not same:
+        label = f"'{names[0]}'" if names and len(names) == 1 else "the outputs"
+        raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
+                        f"`if`{where(origin)}:\n  main: {structure_repr(t_out)}\n  else: {structure_repr(f_out)}")
+    return nest.flatten(t_out), nest.flatten(f_out)
+
+
+def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
+    if names and len(names) == 1 and not isinstance(out, (tuple, list)):
+        return names[0]
+    if names and isinstance(out, (tuple, list)) and len(out) == len(names) and i < len(names):
+        return names[i]
+    return f"output {i}"
+
+
+def check(condition: Any, message: str, origin: SourceLocation | None = None) -> None:
+    """A run-time check: raise `InvalidArgumentError(message)` when the graph runs and `condition` is false."""
+    state = current()
+    if state is None or not isinstance(condition, GraphTensor):
+        if not condition:
+            raise errors.InvalidArgumentError(message)
+        return
+    v = state.to_graph_tensor(condition)._value
+    state.graph.nodes.append(Node(Op(OpKind.CONTROL, CheckOp(message), "check", effects=Effect.RAISES), (v,), {}, (),
+                                  origin=origin or user_location()))

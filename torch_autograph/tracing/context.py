@@ -1,0 +1,38 @@
+"""Which trace is being recorded in this thread: one ContextVar, read by everything that records.
+
+Threads (and asyncio tasks) trace independently. `outside_trace()` runs code
+eagerly inside a trace (`ta.init_scope`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from .trace import TraceState
+
+_current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
+
+
+def current() -> "TraceState | None":
+    """The trace being recorded in this thread, if any."""
+    return _current.get()
+
+
+@contextmanager
+def activate(state: "TraceState | None") -> Iterator["TraceState | None"]:
+    """Make `state` the current trace of this thread for the duration of the block (None: no trace)."""
+    token = _current.set(state)
+    try:
+        yield state
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def outside_trace() -> Iterator[None]:
+    """Run the enclosed code eagerly, as if no trace were being recorded."""
+    with activate(None):
+        yield

@@ -1,0 +1,86 @@
+"""What a trace depends on besides its arguments, and what must not happen while tracing.
+
+- Module modes: a global forward pre-hook, installed only while some thread
+  traces, records which modules ran; their `train()`/`eval()` flags guard the
+  trace (checked at every call).
+- Optimizer steps: a global step pre-hook refuses an optimizer step taken at
+  trace time, which would update parameters once, with stale gradients.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from .context import current
+from .locations import user_location
+
+
+def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
+    state = current()
+    if state is not None:
+        state.root.modules[id(module)] = module
+
+
+def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+    """An optimizer step while tracing would update parameters once, now, with stale gradients: refuse it."""
+    if current() is not None:
+        loc = user_location()
+        raise RuntimeError(
+            f"{type(optimizer).__name__}.step() was called while tracing{' at ' + str(loc) if loc else ''}: it "
+            f"would run once, now, with the gradients of an earlier call, instead of at every call of the graph. "
+            f"Fix: let AutoGraph convert the function (ta.function(autograph=True), the default), which stages "
+            f"optimizer.step() to run when the graph runs, or call ta.py_function(optimizer.step) instead.")
+
+
+class _Hooks:
+    """The global hooks, installed while at least one thread traces (they slow every module call)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._handles: tuple = ()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                self._handles = (torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook),
+                                 register_optimizer_step_pre_hook(_optimizer_step_pre_hook))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    for h in self._handles:
+                        h.remove()
+                    self._handles = ()
+
+
+trace_hooks = _Hooks()
+
+
+# torch modules whose forward never reads `self.training`: their mode cannot change a trace,
+# so they need no per-call guard. Subclasses (user code) are always guarded.
+_MODE_FREE_MODULES = frozenset(getattr(torch.nn, n) for n in (
+    "Linear", "Bilinear", "Identity", "Flatten", "Unflatten", "Sequential", "ModuleList", "ModuleDict",
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid",
+    "Softplus", "Softsign", "Softmax", "LogSoftmax", "Hardtanh", "Hardswish", "Hardsigmoid", "Tanhshrink",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "LayerNorm", "GroupNorm", "Embedding", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "Upsample", "PixelShuffle", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d",
+) if hasattr(torch.nn, n))
+
+
+def module_guards(state: Any) -> tuple[tuple[weakref.ref, bool], ...]:
+    """(module, training flag) for every module that ran during the trace and may read its mode."""
+    return tuple((weakref.ref(m), m.training) for m in state.modules.values()
+                 if type(m) not in _MODE_FREE_MODULES)

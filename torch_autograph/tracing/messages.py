@@ -1,0 +1,127 @@
+"""The trace-time errors and warnings that tell a user what went wrong, at their line, and how to fix it."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
+from ..graph import ValueKind
+from .graph_shape import GraphShape
+from .locations import user_location
+
+
+class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
+    """Reading a tensor attribute whose value is unknown while tracing (hasattr() sees it as missing)."""
+
+
+def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
+    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line."""
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    cls = GraphAttributeError if error is AttributeError else error
+    return cls(f"{what} is not allowed while tracing: the tensor %{g._value.name} "
+               f"({g._value.type_str()}) has no value yet{where}.{code}\nFix: {fix}.")
+
+
+def holds_none(args: tuple, kwargs: dict) -> bool:
+    """None as a positional argument or inside a tuple/list argument: where a dim of `x.shape` may have gone."""
+    return any(a is None for a in args) or any(
+        any(b is None for b in a) for a in (*args, *kwargs.values()) if isinstance(a, (tuple, list)))
+
+
+_UNKNOWN_DIM_FIX = (
+    "While tracing with a None dim in the input_signature (or with reduce_retracing=True), x.shape shows None "
+    "for that dim, as in TensorFlow. Fix: use x.size(i), x.size() or ta.shape(x), which give run-time values "
+    "usable as sizes and in arithmetic: torch.zeros(x.size()), torch.full((x.size(0), 3), v), "
+    "x.reshape(x.size(0) * 3).")
+
+
+def unknown_dim_error(error: TypeError, fn_name: str, args: tuple, kwargs: dict) -> TypeError:
+    """torch's complaint about a None size, explained: the None is most likely a dim unknown in this trace."""
+    if getattr(error, "_ta_unknown_dims", False):
+        return error
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    shapes = [a for a in (*args, *kwargs.values()) if isinstance(a, GraphShape) and None in a]
+    what = (f"the shape {tuple(shapes[0])} of a graph tensor, whose None dims are" if shapes else
+            "None where a size goes: if it is x.shape[i], that dim is")
+    explained = TypeError(f"{error}\n{fn_name}() was given {what} unknown in this trace{where}.{code}\n"
+                          f"{_UNKNOWN_DIM_FIX}")
+    explained._ta_unknown_dims = True
+    return explained
+
+
+def explain_trace_error(e: BaseException, state: Any) -> None:
+    """Add a note to a TypeError that a dim unknown in the trace most likely caused.
+
+    Two causes cannot be caught where they happen: `x.shape[0] * 3` fails in
+    user code on None, and torch's argument parser rejects a run-time number
+    as the first of varargs sizes (`torch.zeros(n, 2)`) in code AutoGraph did
+    not convert, before any Python dispatch.
+    """
+    if not isinstance(e, TypeError) or getattr(e, "_ta_unknown_dims", False):
+        return
+    refused = state.refused_index
+    if refused is not None:
+        note = (f"torch's argument parser refused the run-time Python number %{refused.name} (a value such as "
+                f"x.size(0), known only when the graph runs) where it needed a Python int. Converted code "
+                f"(AutoGraph, the default) stages such calls; in code AutoGraph does not convert (autograph=False, "
+                f"do_not_convert), pass the sizes as one tuple: torch.zeros((n, 2)), p.expand((n, 3)).")
+    elif "NoneType" in str(e) and any(v.shape is None or None in v.shape for v in state.graph.inputs
+                                      if v.kind is ValueKind.TENSOR):
+        note = f"This trace has inputs with dims unknown until the graph runs. {_UNKNOWN_DIM_FIX}"
+    else:
+        return
+    try:
+        e.add_note(note)
+        e._ta_unknown_dims = True
+    except (AttributeError, TypeError):
+        pass
+
+
+def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
+    """A graph tensor used after its trace ended (stored in a global, a list or an attribute)."""
+    loc = user_location()
+    where = f" (used at {loc})" if loc else ""
+    owner = g._trace.graph.name if g._trace is not None else "?"
+    return InaccessibleTensorError(
+        f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
+        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
+        f"Return it from the function instead.")
+
+
+def warn_grad_read(state: Any, t: torch.Tensor) -> None:
+    """Reading `.grad` while tracing gives its trace-time value: say so once per trace and line."""
+    loc = user_location()
+    key = ("grad", str(loc))
+    if key in state.root.warned:
+        return
+    state.root.warned.add(key)
+    warn_at_user_line(TraceTimeValueWarning(
+        f"`.grad` of a {'parameter' if isinstance(t, torch.nn.Parameter) else 'tensor'} with shape "
+        f"{tuple(t.shape)} was read while tracing{' at ' + str(loc) if loc else ''}: the graph uses the value it "
+        f"had then ({'None' if t.grad is None else 'a tensor from before this call'}), not the gradient "
+        f"computed when the graph runs. Code that reads gradients after `loss.backward()` in a traced step "
+        f"(e.g. torch.nn.utils.clip_grad_norm_) must run at run time: wrap it in ta.py_function, or use "
+        f"ta.GradientTape, whose gradients are graph values."), loc)
+
+
+def warn_at_user_line(warning: Warning, loc: Any = None) -> None:
+    """Issue `warning` attributed to the user's file and line, so `warnings.filterwarnings(module=...)` can target it."""
+    loc = loc if loc is not None else user_location()
+    if loc is None:
+        warnings.warn(warning, stacklevel=2)
+        return
+    module = _module_name(loc.filename)
+    warnings.warn_explicit(warning, type(warning), loc.filename, loc.lineno, module=module)
+
+
+def _module_name(filename: str) -> str:
+    """The module name `warnings` derives from a filename (the basename without `.py`)."""
+    name = filename.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".py") else name

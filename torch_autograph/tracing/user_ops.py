@@ -1,0 +1,174 @@
+"""Graph-aware functional ops users call directly: `ta.cond`, `ta.while_loop`, `ta.print`, `ta.shape`, `ta.py_function`.
+
+Each behaves like plain Python on plain values and eager tensors, and records
+a graph node while tracing.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..graph import Effect, Op, OpKind
+from . import cond as cond_module
+from . import while_loop as while_module
+from .context import current
+from .shape_inference import Meta
+from .spec import TensorSpec
+from .tensor import GraphTensor, record_with_meta
+
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
+    """`true_fn() if pred else false_fn()`; a graph `cond` when `pred` is a graph tensor.
+
+    Both functions take no arguments and return the same structure with the
+    same dtypes; only the taken branch runs when the graph runs, and autograd
+    records exactly that path.
+    """
+    return cond_module.cond(pred, true_fn, false_fn)
+
+
+def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any],
+               shape_invariants: Any = None, maximum_iterations: Any = None) -> Any:
+    """`while cond(*vars): vars = body(*vars)`; a graph `while` when the condition is a graph value.
+
+    While tracing, Python loop variables with a Python condition unroll like a
+    Python loop; from the first graph-valued condition on, the rest of the
+    loop is one graph `while` node.
+
+    Args:
+        cond: takes the loop variables, returns a bool (graph tensor or Python).
+        body: takes the loop variables, returns their new values.
+        loop_vars: a list or tuple of initial values.
+        shape_invariants: None, or a sequence parallel to `loop_vars` whose
+            entries are None (shape must not change) or a shape with None dims
+            that may change between iterations.
+        maximum_iterations: stop after this many iterations.
+
+    Returns:
+        The final values, as a list if `loop_vars` is a list, else a tuple.
+    """
+    invariants = None
+    if shape_invariants is not None:
+        invariants = {i: s for i, s in enumerate(shape_invariants) if s is not None}
+
+    def body_tuple(*vals: Any) -> tuple:
+        out = body(*vals)
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+    vals, done = tuple(loop_vars), 0
+    if current() is not None and not isinstance(maximum_iterations, GraphTensor):
+        # Python predicates run as Python (unrolled) until one turns out to be a graph value.
+        while maximum_iterations is None or done < maximum_iterations:
+            pred = cond(*vals)
+            if isinstance(pred, GraphTensor):
+                break
+            if not pred:
+                return list(vals) if isinstance(loop_vars, list) else vals
+            vals, done = body_tuple(*vals), done + 1
+        else:
+            return list(vals) if isinstance(loop_vars, list) else vals
+    limit = maximum_iterations if maximum_iterations is None or not done else maximum_iterations - done
+    out = while_module.while_loop(cond, body_tuple, vals, shape_invariants=invariants, maximum_iterations=limit)
+    return list(out) if isinstance(loop_vars, list) else tuple(out)
+
+
+def _print_now(*args: Any, **kwargs: Any) -> None:
+    builtins.print(*args, **kwargs)
+
+
+def print(*args: Any, **kwargs: Any) -> None:  # noqa: A001 - TensorFlow's name
+    """`print` that runs every time the graph runs (Python's `print` runs only while tracing).
+
+    Takes the same arguments as `print`; tensors print their values.
+    """
+    if current() is None:
+        builtins.print(*args, **kwargs)
+        return
+    record_with_meta(Op(OpKind.FUNCTION, _print_now, "print", effects=Effect.RUNS_PYTHON), args, kwargs, None)
+
+
+def shape(x: Any) -> tuple:
+    """The shape of `x` as a tuple usable in `view`, `reshape`, `zeros`...
+
+    Eagerly this is `tuple(x.shape)`. While tracing, known dims are ints and
+    dims unknown until the graph runs (None in `x.shape`) are run-time values.
+    """
+    if isinstance(x, GraphTensor):
+        return x.size()
+    if isinstance(x, torch.Tensor):
+        return tuple(x.shape)
+    return tuple(torch.as_tensor(x).shape)
+
+
+class _PyFunction:
+    """The node target of a py_function: calls `fn` and converts its outputs to the declared dtypes."""
+
+    __slots__ = ("fn", "tout", "label")
+
+    def __init__(self, fn: Callable, tout: Any, label: str) -> None:
+        self.fn = fn
+        self.tout = tout
+        self.label = label
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.fn(*args, **kwargs)
+        return _convert_outputs(out, self.tout)
+
+    def __repr__(self) -> str:
+        return f"py_function[{self.label}]"
+
+
+def _convert_outputs(out: Any, tout: Any) -> Any:
+    if tout is None:
+        return None
+    if isinstance(tout, (list, tuple)):
+        return tuple(_convert_outputs(o, t) for o, t in zip(out, tout))
+    dtype = tout.dtype if isinstance(tout, TensorSpec) else tout
+    return torch.as_tensor(out, dtype=dtype)
+
+
+def _metas(tout: Any) -> Any:
+    if tout is None:
+        return None
+    if isinstance(tout, (list, tuple)):
+        return tuple(_metas(t) for t in tout)
+    device = torch.get_default_device()
+    if isinstance(tout, TensorSpec):
+        return Meta(tout.dtype, tout.shape, tout.device or device)
+    if isinstance(tout, torch.dtype):
+        return Meta(tout, None, device)
+    raise TypeError(f"py_function: Tout must be None, a torch.dtype, a ta.TensorSpec or a list of them; got {tout!r}")
+
+
+def label_of(fn: Callable) -> str:
+    """How a Python callable is named in a graph: `SGD.step`, `fn`."""
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    if owner is None and getattr(fn, "_wrapped_by_lr_sched", False):
+        return getattr(fn, "__qualname__", name)
+    return f"{type(owner).__name__}.{name}" if owner is not None else name
+
+
+def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = None, name: str | None = None) -> Any:
+    """Call `func(*inp)` eagerly at every call of the graph (TensorFlow's `tf.py_function`).
+
+    Args:
+        func: any Python callable; it receives real tensors (and the other
+            values of `inp` as they are).
+        inp: the arguments.
+        Tout: None (no result), a `torch.dtype`, a `ta.TensorSpec` (dtype and
+            shape), or a list of them; results are converted to these dtypes.
+        name: shown in the graph.
+
+    Outside a trace it simply calls `func`. Inside one it records a stateful
+    node: never pruned, run in program order. The price, as in TensorFlow: the
+    call is opaque Python (no shape inference, no fusion).
+    """
+    label = name or label_of(func)
+    if current() is None:
+        return _convert_outputs(func(*inp), Tout)
+    target = _PyFunction(func, Tout, label)
+    return record_with_meta(Op(OpKind.FUNCTION, target, label, effects=Effect.RUNS_PYTHON), tuple(inp), {},
+                            _metas(Tout))
