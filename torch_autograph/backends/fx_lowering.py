@@ -29,7 +29,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
-from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, unique_values, walk_nodes
+from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -68,16 +68,7 @@ class _Lowering:
     def arg(self, a: Any) -> Any:
         if isinstance(a, Value):
             return self.env[id(a)]
-        if isinstance(a, tuple):
-            items = [self.arg(x) for x in a]
-            return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
-        if isinstance(a, list):
-            return [self.arg(x) for x in a]
-        if isinstance(a, dict):
-            return {k: self.arg(v) for k, v in a.items()}
-        if isinstance(a, slice):
-            return slice(self.arg(a.start), self.arg(a.stop), self.arg(a.step))
-        return a
+        return map_nest(lambda x: self.env[id(x)] if isinstance(x, Value) else x, a)
 
     def nodes(self, nodes: list[Node]) -> None:
         mode = None  # the explicit grad mode in force, None for the caller's

@@ -16,10 +16,9 @@ import torch
 
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..graph import Effect, Op, OpKind, ValueKind
-from ..tracing.context import current
 from ..tracing.lists import GraphList
 from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, record_with_meta
+from ..tracing.tensor import GraphTensor, run_or_record
 
 
 # ----- run-time helpers (called eagerly, or from generated graph code) --------------------------
@@ -244,7 +243,5 @@ def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> Me
 
 def _call(fn: Any, args: tuple, meta: Meta, writes: bool = False) -> Any:
     """Run a helper now (eagerly), or record it as a graph node while tracing."""
-    if current() is None:
-        return fn(*args)
     effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE  # writes: the run-time list of the elements
-    return record_with_meta(Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects), args, {}, meta)
+    return run_or_record(Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects), args, {}, meta)

@@ -31,10 +31,10 @@ import torch
 from ..backends.torch_codegen import compile_graph
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Graph, Op, OpKind
-from ..graph.walkers import iter_leaves
+from ..graph.walkers import iter_leaves, map_nest
 from ..tracing.context import current, outside_trace
 from ..tracing.locations import user_location
-from ..tracing.tensor import GraphTensor, record_with_meta
+from ..tracing.tensor import GraphTensor, run_or_record
 
 # Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
 ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",
@@ -186,13 +186,7 @@ _UPDATES = {"assign": (assign, assign_index), "assign_add": (assign_add, assign_
 
 # ----- tensor-like behaviour shared by Variable and its slices ---------------------------------
 def _unwrap(obj: Any) -> Any:
-    if isinstance(obj, _TensorLike):
-        return obj._read()
-    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
-        return type(obj)(_unwrap(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _unwrap(v) for k, v in obj.items()}
-    return obj
+    return map_nest(lambda x: x._read() if isinstance(x, _TensorLike) else x, obj)
 
 
 class _TensorLike:
@@ -425,14 +419,9 @@ class Variable(_TensorLike):
         target_shape = self._shape if index is None else _indexed_shape(self._tensor, index)
         value = _check_value(self, kind, value, target_shape)
         whole, part = _UPDATES[kind]
-        if current() is not None:
-            args = (self._tensor, value) if index is None else (self._tensor, index, value)
-            fn = whole if index is None else part
-            record_with_meta(Op(OpKind.FUNCTION, fn, kind, effects=Effect.WRITES_FIRST_ARG), args, {}, None)
-        elif index is None:
-            whole(self._tensor, value)
-        else:
-            part(self._tensor, index, value)
+        args = (self._tensor, value) if index is None else (self._tensor, index, value)
+        fn = whole if index is None else part
+        run_or_record(Op(OpKind.FUNCTION, fn, kind, effects=Effect.WRITES_FIRST_ARG), args, {}, None)
 
     def __repr__(self) -> str:
         head = f"<ta.Variable {self._name!r} shape={tuple(self.shape)} dtype={self.dtype}"

@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, iter_values
+from ..graph.walkers import iter_leaves
 from .context import current
 from .graph_shape import GraphShape
 from .locations import user_location
@@ -370,15 +371,7 @@ def _classify(func: Callable) -> tuple[Op, Callable, bool]:
 
 
 def _contains_graph(obj: Any) -> bool:
-    if isinstance(obj, GraphTensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_graph(x) for x in obj)
-    if isinstance(obj, dict):
-        return any(_contains_graph(x) for x in obj.values())
-    if isinstance(obj, slice):
-        return _contains_graph((obj.start, obj.stop, obj.step))
-    return False
+    return any(isinstance(x, GraphTensor) for x in iter_leaves(obj))
 
 
 # ----- recording ------------------------------------------------------------------------
@@ -468,6 +461,17 @@ def record_with_meta(op: Op, args: tuple, kwargs: dict, meta: Meta) -> GraphTens
     return result
 
 
+def run_or_record(op: Op, args: tuple, kwargs: dict, meta: Any) -> Any:
+    """`op.target(*args, **kwargs)` now outside a trace; inside one, a node with outputs like `meta` (no inference).
+
+    The one place that decides between running a library helper (a Variable update, `ta.print`, a
+    TensorArray write) at once and recording it to run at every call of the graph.
+    """
+    if current() is None:
+        return op.target(*args, **kwargs)
+    return record_with_meta(op, args, kwargs, meta)
+
+
 def call_python(fn: Callable, *args: Any) -> Any:
     """Record a call of a plain Python function on run-time Python numbers (e.g. `len(range(a, b))`)."""
     return record(fn, args, {})
@@ -478,14 +482,7 @@ def _values(obj: Any) -> list[Value]:
 
 
 def _iter_graph_tensors(obj: Any) -> Iterator[GraphTensor]:
-    if isinstance(obj, GraphTensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _iter_graph_tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _iter_graph_tensors(x)
+    return (x for x in iter_leaves(obj) if isinstance(x, GraphTensor))
 
 
 def _wrap(meta: Any, state: Any, op: Op, outputs: list[Value]) -> tuple[Any, Any]:

@@ -17,7 +17,7 @@ from . import while_loop as while_module
 from .context import current
 from .shape_inference import Meta
 from .spec import TensorSpec
-from .tensor import GraphTensor, record_with_meta
+from .tensor import GraphTensor, run_or_record
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """`true_fn() if pred else false_fn()`; a graph `cond` when `pred` is a graph tensor.
@@ -83,10 +83,7 @@ def print(*args: Any, **kwargs: Any) -> None:  # noqa: A001 - TensorFlow's name
 
     Takes the same arguments as `print`; tensors print their values.
     """
-    if current() is None:
-        builtins.print(*args, **kwargs)
-        return
-    record_with_meta(Op(OpKind.FUNCTION, _print_now, "print", effects=Effect.RUNS_PYTHON), args, kwargs, None)
+    run_or_record(Op(OpKind.FUNCTION, _print_now, "print", effects=Effect.RUNS_PYTHON), args, kwargs, None)
 
 
 def shape(x: Any) -> tuple:
@@ -167,8 +164,6 @@ def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = None, name:
     call is opaque Python (no shape inference, no fusion).
     """
     label = name or label_of(func)
-    if current() is None:
-        return _convert_outputs(func(*inp), Tout)
     target = _PyFunction(func, Tout, label)
-    return record_with_meta(Op(OpKind.FUNCTION, target, label, effects=Effect.RUNS_PYTHON), tuple(inp), {},
-                            _metas(Tout))
+    return run_or_record(Op(OpKind.FUNCTION, target, label, effects=Effect.RUNS_PYTHON), tuple(inp), {},
+                         _metas(Tout) if current() is not None else None)

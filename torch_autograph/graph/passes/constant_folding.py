@@ -36,7 +36,7 @@ import torch
 from ..graph import Graph, Node
 from ..ops import OpKind
 from ..values import Value, ValueKind
-from ..walkers import iter_values
+from ..walkers import iter_values, map_nest
 from .dead_code import eliminate_dead_code
 from .effects import op_name, output_aliases, possibly_mutated
 
@@ -110,15 +110,7 @@ def _evaluate(node: Node, consts: dict[int, torch.Tensor]) -> torch.Tensor | Non
     """Run `node` on the constant values now; None when it fails or gives something unexpected."""
 
     def sub(a: Any) -> Any:
-        if isinstance(a, Value):
-            return consts[id(a)]
-        if isinstance(a, (tuple, list)):
-            return type(a)(sub(x) for x in a) if not hasattr(a, "_fields") else type(a)(*[sub(x) for x in a])
-        if isinstance(a, dict):
-            return {k: sub(v) for k, v in a.items()}
-        if isinstance(a, slice):
-            return slice(sub(a.start), sub(a.stop), sub(a.step))
-        return a
+        return map_nest(lambda x: consts[id(x)] if isinstance(x, Value) else x, a)
 
     args, kwargs, op = sub(node.args), sub(node.kwargs), node.op
     try:

@@ -1,0 +1,200 @@
+"""The package's layering, enforced literally (ARCHITECTURE.md): which layer imports which, no cycles, small modules.
+
+    errors, config, nest        leaves: import nothing of the package
+    autograph/                  the source transformer: errors and config only, and never torch
+    graph/                      the IR alone: errors only
+    tracing/    backends/       graph (and the leaves); neither imports the other
+    state/                      tracing, backends, graph
+    staging/                    autograph <-> tracing (and state)
+    function/                   every layer below it
+    torch_autograph/__init__    the public API: anything
+
+Imports inside functions count (a deferred import is still an arrow); imports
+under `if TYPE_CHECKING:` do not (they never run).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import sys
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "torch_autograph"
+MAX_LINES = 600
+
+LEAVES = {"errors", "config", "nest"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(), "config": set(), "nest": set(),
+    "autograph": {"errors", "config"},
+    "graph": {"errors"},
+    "tracing": {"graph"} | LEAVES,
+    "backends": {"graph", "errors", "config"},
+    "state": {"tracing", "backends", "graph"} | LEAVES,
+    "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
+    "function": {"autograph", "tracing", "state", "backends", "graph"} | LEAVES,
+    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph"} | LEAVES,
+}
+
+
+def _module_name(path: pathlib.Path, root: pathlib.Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and (getattr(test, "id", None) == "TYPE_CHECKING"
+                                         or getattr(test, "attr", None) == "TYPE_CHECKING"):
+            skip.update(id(n) for n in ast.walk(node))
+    return skip
+
+
+def import_graph(root: pathlib.Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """({module: modules of the package it imports}, {module: third-party top-level names it imports})."""
+    paths = {_module_name(p, root): p for p in root.rglob("*.py")}
+    edges: dict[str, set[str]] = {}
+    external: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(), str(path))
+        skip = _type_checking_only(tree)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        inside, outside = set(), set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[:len(package) - node.level + 1]
+                    prefix = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    prefix = node.module or ""
+                for alias in node.names:
+                    full = f"{prefix}.{alias.name}"
+                    inside.add(full if full in paths else prefix)
+                if not node.level:
+                    outside.add(prefix.split(".")[0])
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    (inside if alias.name in paths else outside).add(alias.name if alias.name in paths
+                                                                     else alias.name.split(".")[0])
+        edges[name] = {m for m in inside if m in paths and m != name}
+        external[name] = outside
+    return edges, external
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return "top" if len(parts) == 1 else parts[1]
+
+
+def wrong_arrows(edges: dict[str, set[str]], external: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(edges.items()):
+        layer = layer_of(module)
+        for target in sorted(targets):
+            other = layer_of(target)
+            if other != layer and other not in ALLOWED[layer]:
+                bad.append(f"{module} -> {target}")
+        if layer == "autograph" and "torch" in external[module]:
+            bad.append(f"{module} -> torch")
+    return bad
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(edges)))
+    try:
+        for v in sorted(edges):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_every_arrow_points_down_the_layers():
+    edges, external = import_graph(PACKAGE)
+    assert wrong_arrows(edges, external) == []
+
+
+def test_no_import_cycles_between_modules():
+    edges, _ = import_graph(PACKAGE)
+    assert cycles(edges) == []
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_stay_small(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {n} lines; split it (one concept per module)"
+
+
+def test_every_top_level_module_has_a_rule():
+    for path in PACKAGE.glob("*.py"):
+        if path.stem != "__init__":
+            assert path.stem in ALLOWED, f"torch_autograph/{path.name} is in no layer: give it one in ALLOWED"
+    for path in PACKAGE.iterdir():
+        if path.is_dir() and (path / "__init__.py").exists():
+            assert path.name in ALLOWED, f"torch_autograph/{path.name}/ is in no layer: give it one in ALLOWED"
+
+
+def _fake_package(tmp_path: pathlib.Path, files: dict[str, str]) -> pathlib.Path:
+    root = tmp_path / "torch_autograph"
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+        (d / "__init__.py").touch()
+    return root
+
+
+def test_the_checks_catch_wrong_arrows_deferred_imports_and_cycles(tmp_path):
+    root = _fake_package(tmp_path, {
+        "graph/ir.py": "from ..tracing import trace\n",  # the IR reaching up: wrong
+        "tracing/trace.py": "def f():\n    from ..backends import codegen\n",  # deferred, still wrong
+        "backends/codegen.py": "from ..graph import ir\n",
+        "autograph/api.py": "import torch\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                            "    from ..graph import ir\n",  # torch: wrong; the TYPE_CHECKING import: fine
+    })
+    edges, external = import_graph(root)
+    assert wrong_arrows(edges, external) == [
+        "torch_autograph.autograph.api -> torch",
+        "torch_autograph.graph.ir -> torch_autograph.tracing.trace",
+        "torch_autograph.tracing.trace -> torch_autograph.backends.codegen",
+    ]
+    assert cycles(edges) == [["torch_autograph.backends.codegen", "torch_autograph.graph.ir",
+                              "torch_autograph.tracing.trace"]]
