@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-tf-setup bench-tf fuzz clean
+.PHONY: demo test test-slow bench bench-tf-setup bench-tf fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest tests
+
+# The long randomised runs (10,000 programs each, 10,000 retraces): about 15 minutes on 2 cores.
+test-slow: $(STAMP)
+	$(PY) -m pytest tests -m slow
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

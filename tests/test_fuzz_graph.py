@@ -11,9 +11,8 @@ tensors is not ours to hide: `z = a; z -= 1` updates the tensor in place, so
 `a` changes too (eager PyTorch does the same); for programs with augmented
 assignments, the graph is compared with eager PyTorch only.
 
-`make test` runs 500 programs. For 10,000:
-
-    TA_GRAPH_FUZZ_EXAMPLES=10000 .venv/bin/python -m pytest tests/test_fuzz_graph.py
+`make test` runs 500 programs; the `slow` test, run by `make test-slow`, runs
+10,000. `TA_GRAPH_FUZZ_EXAMPLES=n` sets the first count.
 
 Such a run finds one known difference (about 2 programs in 3,000, see README
 "Semantics worth knowing"): a Python number that a tensor `if` promotes to a
@@ -24,18 +23,16 @@ stayed a number, rebinds `y` only.
 
 import os
 import re
-import sys
-import pathlib
 import warnings
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torch_autograph as ta
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "autograph"))
-import program_gen  # noqa: E402
+import program_gen  # tests/autograph, on sys.path by tests/conftest.py
 
 EXAMPLES = int(os.environ.get("TA_GRAPH_FUZZ_EXAMPLES", "500"))
 
@@ -44,10 +41,7 @@ def _as_ints(result):
     return tuple(int(v) for v in result)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(source=program_gen.programs(), inputs=st.tuples(*[st.integers(-4, 6)] * 3))
-def test_graph_matches_python(source, inputs):
+def _check(source, inputs):
     prog = program_gen.load(source)
     expected = prog(*inputs)
     converted = ta.autograph.to_graph(prog)
@@ -68,3 +62,19 @@ def test_graph_matches_python(source, inputs):
 
 # `v op= ...` on a variable that may hold an argument tensor updates that tensor in place.
 _MAY_ALIAS_AN_ARGUMENT = re.compile(r"^\s*[a-z]\w* [-+*/%]+= ", re.MULTILINE)
+
+
+_SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+
+
+@settings(max_examples=EXAMPLES, **_SETTINGS)
+@given(source=program_gen.programs(), inputs=st.tuples(*[st.integers(-4, 6)] * 3))
+def test_graph_matches_python(source, inputs):
+    _check(source, inputs)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, **_SETTINGS)
+@given(source=program_gen.programs(), inputs=st.tuples(*[st.integers(-4, 6)] * 3))
+def test_graph_matches_python_10000_programs(source, inputs):
+    _check(source, inputs)

@@ -21,14 +21,6 @@ class ConversionError(TorchAutographError):
     """
 
 
-class StagingError(TorchAutographError):
-    """An exception whose type cannot be re-raised as-is was raised while tracing.
-
-    The original exception is chained (`__cause__`); the message shows the
-    user's frames.
-    """
-
-
 class OperatorNotAllowedInGraphError(TypeError):
     """A graph tensor was used where Python needs a concrete value while tracing.
 

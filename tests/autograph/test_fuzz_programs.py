@@ -3,16 +3,16 @@
 For each program drawn by `program_gen.programs()`:
     original(ints) == converted(ints) == converted(Staged ints, FakeBackend)
 
-The default run checks 500 programs (deterministic: derandomize=True). For
-the long run:
-
-    TA_FUZZ_EXAMPLES=10000 .venv/bin/python -m pytest tests/autograph/test_fuzz_programs.py
+`make test` checks 500 programs (deterministic: derandomize=True); the
+`slow` test, run by `make test-slow`, checks 10,000. `TA_FUZZ_EXAMPLES=n`
+sets the first count.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,10 +30,7 @@ def _run(fn, args):
         return ("raised", type(e).__name__)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(source=program_gen.programs(), args=st.tuples(*[st.integers(-6, 7)] * 3))
-def test_original_converted_and_staged_agree(source, args):
+def _check(source, args):
     original = program_gen.load(source)
     expected = _run(original, args)
     converted = to_graph(original)
@@ -43,3 +40,19 @@ def test_original_converted_and_staged_agree(source, args):
     staged = (staged[0], fake_backend.unwrap(staged[1]))
     assert staged == expected, (source, to_code(original))
     api.clear_cache()  # every program is new: keep the cache (and memory) small
+
+
+_SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+
+
+@settings(max_examples=EXAMPLES, **_SETTINGS)
+@given(source=program_gen.programs(), args=st.tuples(*[st.integers(-6, 7)] * 3))
+def test_original_converted_and_staged_agree(source, args):
+    _check(source, args)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, **_SETTINGS)
+@given(source=program_gen.programs(), args=st.tuples(*[st.integers(-6, 7)] * 3))
+def test_original_converted_and_staged_agree_10000_programs(source, args):
+    _check(source, args)

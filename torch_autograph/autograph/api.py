@@ -13,6 +13,7 @@ import inspect
 import sys
 import types
 import warnings
+import weakref
 from typing import Any, Callable, Optional
 
 from torch_autograph import errors
@@ -30,7 +31,6 @@ _NEVER_CONVERT_NAMES = frozenset({"__next__", "__iter__", "__enter__", "__exit__
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                     | inspect.CO_ITERABLE_COROUTINE)
 _DO_NOT_CONVERT = "__autograph_do_not_convert__"
-_MAX_INSTANCES = 4096
 
 
 def _make_ag_module() -> types.ModuleType:
@@ -47,15 +47,16 @@ class ConversionCache:
     """Converted templates by code object, and converted functions by function object.
 
     A template (the expensive part) is shared by every function object with
-    the same code; a converted function is the template bound to one
-    function's closure and globals. Entries are validated by identity of
-    code, closure, globals and defaults, so a recycled `id` never serves a
-    stale conversion.
+    the same code, for as long as the program runs (one per function in the
+    source). A converted function is the template bound to one function's
+    closure and globals; it is kept while that function object lives (held
+    weakly: dropping a closure frees what it captured) and validated by
+    identity of code, closure, globals and defaults, which may be reassigned.
     """
 
     def __init__(self) -> None:
         self.templates: dict[types.CodeType, Any] = {}
-        self.instances: dict[int, tuple] = {}
+        self.instances: "weakref.WeakKeyDictionary[types.FunctionType, tuple]" = weakref.WeakKeyDictionary()
 
     def clear(self) -> None:
         self.templates.clear()
@@ -83,7 +84,19 @@ def _warn_unconverted(fn: Callable, cause: BaseException) -> None:
         f"AutoGraph could not transform {fn!r} and will run it as-is.\n"
         f"Cause: {cause}\n"
         "To silence this warning, decorate the function with "
-        "@ta.autograph.experimental.do_not_convert", stacklevel=4)
+        "@ta.autograph.experimental.do_not_convert", stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` for `warnings.warn` called one frame below here that points at the user's frame:
+    the first frame neither of a library AutoGraph never converts (torch, torch_autograph...) nor generated."""
+    f, level = sys._getframe(2), 2
+    while f is not None:
+        module = f.f_globals.get("__name__", "") or ""
+        if module.partition(".")[0] not in _NEVER_CONVERT and not f.f_code.co_filename.startswith("<"):
+            return level
+        f, level = f.f_back, level + 1
+    return 2
 
 
 def _template(fn: types.FunctionType, strict: bool) -> Optional[conversion.ConvertedEntity]:
@@ -106,7 +119,7 @@ def _template(fn: types.FunctionType, strict: bool) -> Optional[conversion.Conve
 
 def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.FunctionType:
     """The converted version of `fn`, or `fn` itself if it is not to be converted."""
-    entry = _cache.instances.get(id(fn))
+    entry = _cache.instances.get(fn)
     if (entry is not None and entry[0] is fn.__code__ and entry[1] is fn.__closure__
             and entry[2] is fn.__globals__ and entry[3] is fn.__defaults__):
         return entry[4]
@@ -115,10 +128,7 @@ def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.F
         template = _template(fn, strict)
         if template is not None:
             converted = loader.rebind(template.template, fn, {"ag__": AG})
-    if len(_cache.instances) >= _MAX_INSTANCES:
-        _cache.instances.clear()
-    _cache.instances[id(fn)] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__,
-                                converted)
+    _cache.instances[fn] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__, converted)
     return converted
 
 

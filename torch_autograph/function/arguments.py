@@ -49,7 +49,7 @@ def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> to
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {short_repr(value)}")
     if not spec.is_compatible_with(value):
-        # TensorFlow's InvalidArgumentError for a ConcreteFunction fed a tensor of the wrong type (SPEC item 31).
+        # TensorFlow's InvalidArgumentError for a ConcreteFunction fed a tensor of the wrong type (a ConcreteFunction never retraces).
         raise InvalidArgumentError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
                         f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
     return value

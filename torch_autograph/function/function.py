@@ -22,6 +22,7 @@ in `ConcreteFunction.run`.
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import threading
@@ -48,6 +49,7 @@ from .tracebacks import strip_internal_frames
 _Tensor = torch.Tensor
 _LITERALS = frozenset({int, float, bool, str, type(None)})
 _is_grad_enabled = torch.is_grad_enabled
+HISTORY_LENGTH = 1000  # trace events kept per Function (the count covers every trace)
 
 
 class Function:
@@ -81,7 +83,8 @@ class Function:
         self._signature = self._make_signature()
         self._input_signature = self._check_input_signature(input_signature)
         self._cache = TraceCache(lambda: self._max_traces or _config.max_traces)
-        self._history: list[TraceEvent] = []
+        self._history: collections.deque[TraceEvent] = collections.deque(maxlen=HISTORY_LENGTH)
+        self._tracing_count = 0
         self._monitor = monitors.for_function(python_function)
         self._bound: "weakref.WeakKeyDictionary[Any, Function]" = weakref.WeakKeyDictionary()
         self._bound_lock = threading.Lock()
@@ -102,10 +105,11 @@ class Function:
 
     def experimental_get_tracing_count(self) -> int:
         """How many traces this Function has made (evicted ones included)."""
-        return len(self._history)
+        return self._tracing_count
 
     def trace_history(self) -> list[TraceEvent]:
-        """Every trace made so far, with the reason it was needed (which argument changed, from what to what)."""
+        """The traces made so far (the last `HISTORY_LENGTH`), each with the reason it was needed: which
+        argument changed, from what to what."""
         return list(self._history)
 
     @property
@@ -224,7 +228,8 @@ class Function:
             cf = variables.trace_with_creation_rules(self, lambda: concrete_function(
                 self._backend, self._traced_target(), self._name, self._signature, arg_types, bound, grad))
             self._cache.add(key, cf)
-            event = TraceEvent(len(self._history) + 1, cf.describe_types(), tuple(reasons))
+            self._tracing_count += 1
+            event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons))
             self._history.append(event)
             logger.info("Tracing %s, %s", self._name, event)
             self._monitor.traced(event, self._python_function)

@@ -10,7 +10,7 @@ same run-time functions, so the graph computes exactly what eager code does::
         loss = loss_fn(model(x), y)              # trainable Variables / Parameters are watched
     grads = tape.gradient(loss, model.parameters())
 
-Semantics follow autograd where TensorFlow differs (SPEC decision 15): an
+Semantics follow autograd where TensorFlow differs: an
 unconnected source gives None (zeros with unconnected_gradients='zero'), an
 integer source gives None. `stop_recording()` pauses autograd (`no_grad`) for
 every tape, not only this one.
@@ -32,6 +32,7 @@ from .. import nest
 from ..graph import Op, OpKind, Value
 from ..tracing.context import current
 from ..tracing.locations import user_location
+from ..tracing.messages import warn_at_user_line
 from ..tracing.shape_inference import Meta
 from ..tracing.tensor import GraphTensor, record_with_meta
 from .variables import ACCESS_WATCHERS, Variable, _TensorLike
@@ -397,8 +398,8 @@ def _at_user() -> str:
 
 
 def _warn_int(dtype: torch.dtype) -> None:
-    warnings.warn(f"The dtype of the watched tensor must be floating (e.g. torch.float32), got {dtype}{_at_user()}",
-                  stacklevel=3)
+    warn_at_user_line(UserWarning(f"The dtype of the watched tensor must be floating (e.g. torch.float32), got "
+                                  f"{dtype}{_at_user()}"))
 
 
 def _unconnected(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Graph lists: Python lists of tensors that grow inside graph loops (SPEC decision 4).
+"""Graph lists: Python lists of tensors that grow inside graph loops (TensorFlow refuses them; we stage them).
 
 TensorFlow raises InaccessibleTensorError when a Python list is appended to
 inside a graph loop. Here such a list becomes a graph value: at run time it is

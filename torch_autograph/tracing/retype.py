@@ -3,7 +3,7 @@
 A graph loop learns the types of some loop variables only by tracing the body
 once: a Python number the body turns into a tensor, a graph list whose element
 type was unknown, a variable first assigned inside the loop. Tracing again
-would run the body's Python side effects again (SPEC item 62: the body is
+would run the body's Python side effects again (a loop body is
 traced once). Instead the recorded sub-graphs are re-typed in place: every
 node that reads a re-typed value has its output metadata inferred again::
 

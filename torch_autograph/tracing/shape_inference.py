@@ -49,7 +49,7 @@ class DataDependentValue(Exception):
 class ShapeInference:
     """Infers output metadata; owns the memo cache, which keeps the `max_entries` most recently used results."""
 
-    def __init__(self, max_entries: int = 16384) -> None:
+    def __init__(self, max_entries: int = 4096) -> None:
         self._memo: OrderedDict[Any, Any] = OrderedDict()
         self._max_entries = max_entries
         self._lock = threading.Lock()

@@ -5,11 +5,11 @@ Python int when the graph runs), graph lists (a list appended to in the
 body) or nests of them. Some types only show up in the body: a Python number
 the body turns into a tensor is promoted (`total = 0; total += t`), a
 variable first assigned in the body gets a placeholder initial value and a
-run-time check that the loop ran (SPEC item 65), an empty list is a graph
+run-time check that the loop ran at least once, an empty list is a graph
 list from the start and learns its element type from the appends. These are
 found after the one trace of the body, and its recorded sub-graph is re-typed
 (`retype.py`) instead of running the user's Python again, so Python side
-effects in the body run once per trace (SPEC item 62). That includes a number
+effects in the body run once per trace, as in a Python loop traced once. That includes a number
 promoted inside a tensor `if` or by an inner graph loop: the conversion to a
 tensor they recorded (`Op.converts_number`) becomes the identity.
 
@@ -95,7 +95,7 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
                                      maximum_iterations, origin, require_iteration)
         except _ListGrew as grew:
             # A Python list appended to in the loop body: undo the trace-time appends and carry
-            # it as a graph list instead (SPEC decision 4).
+            # it as a graph list instead.
             for i, items in snapshots.items():
                 loop_vars[i][:] = items
             to_list.add(grew.index)
@@ -367,7 +367,7 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
         if i not in carried:
             if init is UNSET and r is not UNSET:
                 # First assigned inside the loop: start it at a placeholder of the type the body gives
-                # it (decision 7).
+                # it, checked at run time to have run at least once.
                 changes.define[i] = _placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):

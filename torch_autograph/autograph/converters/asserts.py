@@ -1,4 +1,4 @@
-"""Converts `assert` into `ag__.assert_stmt` (decision 5: a run-time check on graph values).
+"""Converts `assert` into `ag__.assert_stmt` (a run-time check on graph values).
 
     assert x > 0, 'x must be positive'
         ->  ag__.assert_stmt(x > 0, lambda: 'x must be positive')

@@ -53,7 +53,7 @@ that converted code run on plain Python values stays close to the original:
 A `for` with break/return flags (its extra test) loops over
 `plain_iter = ag__.plain_iter(loop_iter)` while every flag is False; when
 one is set it stops, and a flag that is not plain True (staged) hands the
-remaining iterator to `for_stmt` (decision 3: guarded iterations). The
+remaining iterator to `for_stmt` (the remaining iterations are guarded by the flag). The
 generated functions of the staged path are exactly the functional form:
 statements nested in them are not dual-path.
 

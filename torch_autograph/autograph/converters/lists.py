@@ -1,4 +1,4 @@
-"""Makes list mutations explicit state so lists can grow in tensor loops (decision 4).
+"""Makes list mutations explicit state so lists can grow in tensor loops.
 
     for x in xs:                       for x in xs:
         l.append(x)           ->           l = ag__.list_append(l, x)
@@ -39,7 +39,7 @@ item that cannot be set (a property without a setter, a frozen dataclass, a
 tuple) then raises AttributeError / TypeError naming the attribute, its class
 and the user's line; keep such a list in a local variable instead. After the
 call the attribute still holds that graph list, not a list of tensors: the
-store was a Python side effect, run at trace time only (SPEC decision 14).
+store was a Python side effect, run at trace time only, like every Python side effect.
 Touching it outside the graph raises InaccessibleTensorError saying so;
 return the list (or `torch.stack(lst)`) from the function instead.
 """

@@ -19,7 +19,7 @@ the same length. Values may be:
 - `Undefined(name)` (see `operators.variables`): the variable is unbound at
   that point (first assigned inside the statement). `is_undefined(v)` tests
   for it. In a loop this is how the backend learns which loop variables are
-  undefined on entry (decision 7); after a branch it is how a variable
+  undefined on entry (checked at run time to be set by the loop); after a branch it is how a variable
   defined on one side only shows up (use `control_flow.check_branch_outputs`
   for the error message).
 - `UndefinedReturnValue()`: the function's return slot (`retval_`) before any

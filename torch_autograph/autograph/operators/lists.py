@@ -1,4 +1,4 @@
-"""Functional list operations so that lists can be loop state (decision 4).
+"""Functional list operations so that lists can be loop state (appends in a tensor loop work).
 
 Inside loops and branches `l.append(x)` becomes `l = ag__.list_append(l, x)`
 and `y = l.pop()` becomes `l, y = ag__.list_pop(l)`; everywhere `l.extend(xs)`

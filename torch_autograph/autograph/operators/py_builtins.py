@@ -1,4 +1,4 @@
-"""Overloads of Python builtins that accept staged values (decision 6).
+"""Overloads of Python builtins that accept staged values (len, range, min, max, ... over tensors).
 
 `converted_call(len, (x,), None)` calls `len_` here. With plain values each
 overload calls the builtin itself, so results and exceptions are Python's.

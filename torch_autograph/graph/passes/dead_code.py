@@ -13,7 +13,7 @@ After (`%mul` is dropped; the random op stays, it advances the generator)::
     %randn = torch.randn(3)
     return %add
 
-This is TensorFlow's non-strict execution (SPEC item 38): an unused op that
+This is TensorFlow's non-strict execution: an unused op that
 would fail does not run, while in-place updates, random ops, prints and
 asserts always do, in program order.
 """

@@ -1,4 +1,4 @@
-"""Python lists growing in graph loops (SPEC decision 4) and `ta.TensorArray` (items 90-91), against eager.
+"""Python lists growing in graph loops and `ta.TensorArray`, against eager.
 
 TensorFlow raises InaccessibleTensorError for `lst.append(t)` inside a graph
 loop; here the list becomes a graph list value and `torch.stack(lst)` after

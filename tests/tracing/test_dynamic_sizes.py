@@ -1,4 +1,4 @@
-"""Run-time sizes (SPEC 26): `x.size(0)` of a dim unknown in the trace used as a size in torch calls.
+"""Run-time sizes (None dims of a signature): `x.size(0)` of a dim unknown in the trace used as a size in torch calls.
 
 Every pattern is traced once with a None dim and compared with eager PyTorch on
 inputs of two sizes. `x.shape[0]` stays None inside the trace (TensorFlow's

@@ -153,5 +153,5 @@ def test_slots_are_created_on_the_first_call_only():
     step(first)
     step(first)
     with pytest.raises(ValueError, match="Creating variables on a non-first call"):
-        step(second)  # a new variable on a later trace: TF's multiple-optimizer pitfall (SPEC item 47)
+        step(second)  # a new variable on a later trace: TF's multiple-optimizer pitfall
     assert opt.get_slot(first, "m").shape == (2,)

@@ -258,7 +258,7 @@ def test_other_objects_by_weak_identity():
     f = ta.function(lambda x, cfg: x * cfg.scale, autograph=False)
     c1 = Config()
     f(X, c1)
-    c1.scale = 5.0  # mutating the object does not retrace: the trace-time value stays (SPEC item 17)
+    c1.scale = 5.0  # mutating the object does not retrace: the trace-time value stays
     torch.testing.assert_close(f(X, c1), X * 2.0)
     c2 = Config()
     f(X, c2)

@@ -1,4 +1,4 @@
-"""Python builtins over graph tensors (SPEC decision 6, items 71 and 73), compared with eager PyTorch.
+"""Python builtins over graph tensors, compared with eager PyTorch.
 
 The same function runs eagerly on tensors and under `ta.function`; Python
 numbers the eager run returns come back from the graph as tensors, so the

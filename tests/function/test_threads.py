@@ -10,7 +10,7 @@ import torch_autograph as ta
 
 def test_eight_threads_mixed_signatures():
     lin = torch.nn.Linear(4, 4)
-    started = threading.Barrier(8)
+    started = threading.Barrier(8, timeout=60)
 
     def body(x, scale):
         return torch.tanh(lin(x)) * scale
@@ -36,7 +36,7 @@ def test_eight_threads_mixed_signatures():
 
 
 def test_threads_tracing_different_functions_do_not_mix_graphs():
-    barrier = threading.Barrier(4)
+    barrier = threading.Barrier(4, timeout=60)
 
     def make(k):
         def fn(x):

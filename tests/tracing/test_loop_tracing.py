@@ -1,4 +1,4 @@
-"""How many times a graph loop's body runs its Python while tracing (SPEC item 62: once).
+"""How many times a graph loop's body runs its Python while tracing (once, as a Python loop traced once would).
 
 A loop variable whose type only one traced iteration reveals (a Python number
 the body turns into a tensor, an empty list the body appends to, a variable

@@ -101,7 +101,7 @@ def test_a_while_loop_is_a_clear_error_naming_the_node_and_line():
         cf.to_fx()
     msg = str(e.value)
     assert "`while` loop has no torch.fx lowering" in msg
-    assert f'test_fx_export.py", line {line}' in msg
+    assert f'test_fx_lowering.py", line {line}' in msg
     assert "Fix:" in msg
 
 

@@ -1,4 +1,4 @@
-"""AutoGraph control flow in graphs (SPEC §8 items 59-69, decisions 3 and 7), compared with eager PyTorch.
+"""AutoGraph control flow in graphs (if/while/for over tensors, break/continue/return, variables first assigned in loops), compared with eager PyTorch.
 
 Every function here is plain Python over tensors: it runs eagerly as is, and
 `ta.function` converts its tensor-dependent `if`/`while`/`for` into graph

@@ -1,4 +1,4 @@
-"""Lists held in attributes and constant subscripts, grown in graph loops (SPEC decision 4), against eager.
+"""Lists held in attributes and constant subscripts, grown in graph loops, against eager.
 
 `self.outputs.append(t)` in a tensor loop threads `self.outputs` through the
 loop as a graph list, like a local list; `torch.stack(self.outputs)` after the

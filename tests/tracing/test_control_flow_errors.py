@@ -1,4 +1,4 @@
-"""Errors from graph control flow name the user's variable and `file:line` (SPEC items 59-65, 69, 72).
+"""Errors from graph control flow name the user's variable and `file:line` (branches, loops, asserts).
 
 Each function marks the statement the message must point at with a `# <-`
 comment; `line_of` turns the marker into `test_control_flow_errors.py:N`.

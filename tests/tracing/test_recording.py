@@ -99,7 +99,7 @@ def test_rebinding_a_closure_name_is_not_seen_but_inplace_updates_are():
     traced = ta.function(lambda x: x * state["w"], autograph=False)
     x = torch.randn(3)
     torch.testing.assert_close(traced(x), x)
-    state["w"] = torch.full((3,), 2.0)  # a new tensor: frozen trace keeps the old one (SPEC item 34)
+    state["w"] = torch.full((3,), 2.0)  # a new tensor: frozen trace keeps the old one
     torch.testing.assert_close(traced(x), x)
 
 
@@ -123,7 +123,7 @@ def test_inplace_update_of_a_captured_tensor_runs_every_call_even_unused():
     counter = torch.zeros(())
 
     def f(x):
-        counter.add_(1)  # result unused: the stateful node is kept (SPEC 38)
+        counter.add_(1)  # result unused: the stateful node is kept
         return x * 2
 
     traced = ta.function(f, autograph=False)
@@ -164,7 +164,7 @@ def test_grad_mode_set_inside_the_function_is_recorded():
 
 
 def _line_of(fn, offset):
-    return f"test_tracer.py:{fn.__code__.co_firstlineno + offset}"
+    return f"test_recording.py:{fn.__code__.co_firstlineno + offset}"
 
 
 def _use_as_bool(x):
@@ -236,7 +236,7 @@ def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
     ta.function(leak, autograph=False)(X)
     with pytest.raises(InaccessibleTensorError, match=r"'add'.*out of scope.*'leak'.*Return it from the function"):
         leaked[0] + 1
-    with pytest.raises(InaccessibleTensorError, match=r"used at .*test_tracer.py:\d+"):
+    with pytest.raises(InaccessibleTensorError, match=r"used at .*test_recording.py:\d+"):
         torch.sin(leaked[0])
     other = ta.function(lambda x: x * leaked[0], autograph=False)
     with pytest.raises(InaccessibleTensorError, match="out of scope"):
