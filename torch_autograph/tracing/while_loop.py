@@ -42,7 +42,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .. import nest
-from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values
+from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..graph.walkers import fits
 from . import lists
@@ -336,12 +336,7 @@ def _checks_iteration(g: Graph) -> bool:
     Such a loop started that variable at a placeholder; had the variable been
     a loop variable of `g`'s loop already, it would start from that instead.
     """
-    for node in g.nodes:
-        if isinstance(node.op.target, WhileOp) and node.op.target.checks_iteration:
-            return True
-        if any(_checks_iteration(sub) for sub in node.subgraphs):
-            return True
-    return False
+    return any(isinstance(node.op.target, WhileOp) and node.op.target.checks_iteration for node in walk_nodes(g))
 
 
 def _substitute(x: Any, mapping: dict[int, Value]) -> Any:

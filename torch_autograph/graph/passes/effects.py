@@ -25,7 +25,7 @@ from typing import Iterable
 from ..graph import Graph, Node
 from ..ops import CondOp, Effect, OpKind
 from ..values import Value
-from ..walkers import iter_values
+from ..walkers import iter_values, walk_nodes
 
 # Operators whose result is always a new tensor (never a view of an argument).
 _FRESH_OPERATORS = frozenset({
@@ -81,16 +81,7 @@ def _written(node: Node) -> Iterable[Value]:
 
 def possibly_mutated(graph: Graph) -> set[int]:
     """ids of the values some stateful node (of this graph or a sub-graph) may write, with their aliases."""
-    written: set[int] = set()
-
-    def collect(g: Graph) -> None:
-        for node in g.nodes:
-            if node.stateful:
-                written.update(id(v) for v in _written(node))
-            for sub in node.subgraphs:
-                collect(sub)
-
-    collect(graph)
+    written = {id(v) for node in walk_nodes(graph) if node.stateful for v in _written(node)}
     return _with_aliases(graph, written)
 
 
