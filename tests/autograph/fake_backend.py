@@ -204,6 +204,18 @@ class FakeBackend:
             return NotImplemented
         return Staged(list(target.v) + [unwrap(x) for x in items])
 
+    def list_insert(self, target, index, element, origin):
+        self.calls["list_insert"] += 1
+        items = list(target.v)
+        items.insert(unwrap(index), unwrap(element))
+        return Staged(items)
+
+    def list_delitem(self, target, index, origin):
+        self.calls["list_delitem"] += 1
+        items = list(target.v)
+        del items[unwrap(index)]
+        return Staged(items)
+
     def list_pop(self, target, args, origin):
         self.calls["list_pop"] += 1
         items = list(target.v)

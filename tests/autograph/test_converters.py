@@ -123,11 +123,11 @@ def test_return_statements():
             retval_ = ag__.UndefinedReturnValue()
             for x in xs:
                 if x > 0:
-                    do_return = True
                     retval_ = x
+                    do_return = True
             if not do_return:
-                do_return = True
                 retval_ = -1
+                do_return = True
             return ag__.retval(retval_)
     """)
 

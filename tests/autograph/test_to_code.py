@@ -234,12 +234,12 @@ def return_in_loop(xs):
             cond = x > 0
             if cond is True or cond is False or ag__.is_plain(cond):
                 if cond:
-                    do_return = True
                     retval_ = x
+                    do_return = True
             else:
                 def if_true(do_return, retval_):
-                    do_return = True
                     retval_ = x
+                    do_return = True
                     return (do_return, retval_)
                 do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
             if do_return is not False:
@@ -252,8 +252,8 @@ def return_in_loop(xs):
             return ag__.not_(do_return)
         def loop_body(x, do_return, retval_):
             def if_true_1(do_return, retval_):
-                do_return = True
                 retval_ = x
+                do_return = True
                 return (do_return, retval_)
             do_return, retval_ = ag__.if_stmt(x > 0, if_true_1, None, (do_return, retval_), ('do_return', 'retval_'))
             return (do_return, retval_)
@@ -261,12 +261,12 @@ def return_in_loop(xs):
     cond_1 = ag__.not_(do_return)
     if cond_1 is True or cond_1 is False or ag__.is_plain(cond_1):
         if cond_1:
-            do_return = True
             retval_ = -1
+            do_return = True
     else:
         def if_true_2(retval_):
-            do_return = True
             retval_ = -1
+            do_return = True
             return (retval_,)
         retval_, = ag__.if_stmt(cond_1, if_true_2, None, (retval_,), ('retval_',))
     return ag__.retval(retval_)

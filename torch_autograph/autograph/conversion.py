@@ -114,6 +114,11 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     return node
 
 
+def _reads_name(node: gast.AST, name: str) -> bool:
+    return any(type(n) is gast.Name and n.id == name and type(n.ctx) is gast.Load
+               for n in transformer.walk(node))
+
+
 def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     """Converts `fn` (a plain function or lambda).
 
@@ -136,13 +141,20 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
                   f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
     # The function's text indented into a factory whose parameters are its free
     # variables (only docstring bodies could differ, and __doc__ is restored).
-    source = "\n".join([provenance, f"def {factory_name}({params}):",
-                        textwrap.indent(function_text, "    "), f"    return {node.name}", ""])
+    header = [provenance, f"def {factory_name}({params}):"]
+    if node.name not in code.co_freevars and _reads_name(node, node.name):
+        # A recursive call names the function as a global; the factory's own `def`
+        # must not turn that name into a closure variable of the factory.
+        header.append(f"    global {node.name}")
+    source = "\n".join(header + [textwrap.indent(function_text, "    "),
+                                 f"    return {node.name}", ""])
     filename = loader.generated_filename(
         name, f"{parsed.filename}:{code.co_firstlineno}:{code.co_name}:{source}")
-    # Generated line = function text line + 2; the factory's lines stand for the def.
-    owners = {line + 2: user_line for line, user_line in owners.items()}
-    owners[2] = owners[source.count("\n")] = node.lineno
+    # Generated line = function text line + len(header); the factory's lines stand for the def.
+    owners = {line + len(header): user_line for line, user_line in owners.items()}
+    for line in range(2, len(header) + 1):
+        owners[line] = node.lineno
+    owners[source.count("\n")] = node.lineno
     origin_info.register(filename, origin_info.build_line_map(owners, parsed.filename,
                                                               fn.__name__))
     namespace = loader.load_source(source, filename)

@@ -51,13 +51,29 @@ class TorchStagingBackend:
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
              names: Sequence[str], origin: Origin) -> tuple:
-        raw: dict[str, tuple] = {}
         # A Python list of tensors modified in a branch would be mutated by both traces: make it a graph list.
         init_vars = tuple(lists.new_list(v) if _is_tensor_list(v) else v for v in init_vars)
+        try:
+            return self._cond(pred, true_fn, false_fn, init_vars, names, origin)
+        except _ListMutated as mutated:
+            # Another Python list (of numbers) changed in place: the same, from its value before the branch.
+            converted = list(init_vars)
+            for i, items in mutated.snapshots.items():
+                init_vars[i][:] = items
+                converted[i] = _as_graph_list(init_vars[i], names[i], origin)
+            return self._cond(pred, true_fn, false_fn, tuple(converted), names, origin)
+
+    def _cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
+              names: Sequence[str], origin: Origin) -> tuple:
+        raw: dict[str, tuple] = {}
+        snapshots = {i: v[:] for i, v in enumerate(init_vars) if type(v) is list}
 
         def branch(fn: Callable, key: str) -> Callable[[], tuple]:
             def run() -> tuple:
                 out = tuple(fn(*init_vars))
+                changed = {i: items for i, items in snapshots.items() if _changed(init_vars[i], items)}
+                if changed:
+                    raise _ListMutated(changed)
                 raw[key] = out
                 if key == "f":
                     check_branch_outputs(names, raw["t"], out, origin)
@@ -149,6 +165,12 @@ class TorchStagingBackend:
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         return lists.pop(target, *args)
 
+    def list_insert(self, target: Any, index: Any, element: Any, origin: Origin) -> Any:
+        return lists.insert(target, index, element)
+
+    def list_delitem(self, target: Any, index: Any, origin: Origin) -> Any:
+        return lists.delitem(target, index)
+
     def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
         if not isinstance(target, GraphList):
             return NotImplemented  # a graph tensor under `+=`: its own operator
@@ -185,6 +207,27 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
             if key in names:
                 out[list(names).index(key)] = shape
     return out
+
+
+class _ListMutated(Exception):
+    """A branch changed a Python list of the `if`'s state in place: {index: its items before}."""
+
+    def __init__(self, snapshots: dict[int, list]) -> None:
+        self.snapshots = snapshots
+
+
+def _changed(items: list, before: list) -> bool:
+    return len(items) != len(before) or any(a is not b for a, b in zip(items, before))
+
+
+def _as_graph_list(items: list, name: str, origin: Origin) -> GraphList:
+    try:
+        return lists.new_list(items)
+    except TypeError as e:
+        raise TypeError(f"'{name}' is a Python list changed in place in a branch of the `if` at {origin} "
+                        f"(`{origin.source_line}`), whose condition is a graph value: {e}. Only a list of "
+                        "tensors or Python numbers can change in a graph `if`; build a new list in each branch "
+                        "instead.") from None
 
 
 def _is_tensor_list(v: Any) -> bool:

@@ -153,6 +153,16 @@ def list_pop(lst: list, index: int = -1) -> tuple[list, Any]:
     return lst, lst.pop(index)
 
 
+def list_insert(lst: list, index: int, item: Any) -> list:
+    lst.insert(index, item)
+    return lst
+
+
+def list_delitem(lst: list, index: Any) -> list:
+    del lst[index]
+    return lst
+
+
 def list_len(lst: list) -> int:
     return len(lst)
 
@@ -181,6 +191,8 @@ def new_list(items: list) -> GraphList:
     """A graph list holding `items` (tensors or graph tensors), created afresh at every call."""
     state = current()
     elem = None
+    # Python numbers become 0-d tensors, as when they are appended.
+    items = [torch.tensor(it) if type(it) in (int, float, bool) else it for it in items]
     for it in items:
         v = state.to_value(it)
         if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
@@ -216,6 +228,27 @@ def append(lst: GraphList, item: Any) -> GraphList:
         v = state.to_value(item)
     dtype, shape, device = merge_elements(lst._value, v, f"appending to {lst._value.name}")
     return _as_list(_record(list_append, "append", (lst, item), _list_meta(dtype, shape, device), writes=True))
+
+
+def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
+    """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
+    state = current()
+    if isinstance(item, (int, float, bool)):
+        item = torch.tensor(item)
+    v = state.to_value(item)
+    if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
+        item = torch.tensor(item)
+        v = state.to_value(item)
+    dtype, shape, device = merge_elements(lst._value, v, f"inserting into {lst._value.name}")
+    return _as_list(_record(list_insert, "insert", (lst, index, item), _list_meta(dtype, shape, device),
+                            writes=True))
+
+
+def delitem(lst: GraphList, index: Any) -> GraphList:
+    """`del lst[index]` (an index or a slice); returns the list value after it (the same run-time list)."""
+    v = lst._value
+    return _as_list(_record(list_delitem, "delitem", (lst, index), _list_meta(v.dtype, v.shape, v.device),
+                            writes=True))
 
 
 def pop(lst: GraphList, index: Any = -1) -> tuple[GraphList, GraphTensor]:

@@ -37,8 +37,9 @@ class _ContinueTransformer(transformer.Transformer):
         node.body = [reset] + lowering.block(node.body)
         if not _is_read(node.body, flag):
             # Every `continue` ended an `if` branch, so the rest went to the
-            # else branches and the flag is never consulted: drop it.
-            node.body = _without_assignments(node.body, flag)
+            # else branches and the flag is never consulted: drop it (a body
+            # that was only `continue` keeps a `pass`).
+            node.body = _without_assignments(node.body, flag) or [gast.Pass()]
         return node
 
     visit_While = visit_For = visit_AsyncFor = _visit_loop
@@ -55,10 +56,15 @@ def _without_assignments(stmts: list, flag: str) -> list:
         if (isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and s.targets[0].id == flag):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            if isinstance(getattr(s, field, None), list) and not isinstance(
-                    s, transformer.FUNCTION_NODES):
-                setattr(s, field, _without_assignments(getattr(s, field), flag) or [gast.Pass()])
+        if not isinstance(s, transformer.FUNCTION_NODES):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(s, field, None)
+                if block:
+                    # A block that was not empty stays a block (`pass`); an absent
+                    # `else:`/`finally:` stays absent (`try: ... else: pass` needs an except).
+                    setattr(s, field, _without_assignments(block, flag) or [gast.Pass()])
+            for handler in getattr(s, "handlers", ()):
+                handler.body = _without_assignments(handler.body, flag) or [gast.Pass()]
         out.append(s)
     return out
 

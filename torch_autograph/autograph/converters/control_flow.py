@@ -91,6 +91,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         self.dual: list = [True]
         self.globals: set = set()
         self.nonlocals: set = set()
+        # Names a nested def or lambda reads or assigns (`nonlocal`): see `_write_through`.
+        read, written = activity.captured_by_nested_scopes(fn)
+        self.captured = frozenset(read | written)
+        self.closure_writes = frozenset(written)
         for n in transformer.walk_statements(fn.body):
             if isinstance(n, gast.Global):
                 self.globals.update(n.names)
@@ -121,6 +125,9 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     def _state(self, node: gast.stmt, live: frozenset) -> state_lib.State:
         modified = anno.getanno(node, _Static.MODIFIED)
+        if self.closure_writes and _calls(node):
+            # A call may run a nested def that assigns these (`nonlocal`).
+            modified = modified | self.closure_writes
         names = sorted((modified & live) - self.globals - self.nonlocals)
         return state_lib.State.build(names, anno.getanno(node, _Static.MODIFIED_QNS, ()),
                                      modified | self.globals | self.nonlocals, self.ctx.namer)
@@ -140,11 +147,32 @@ class _ControlFlowTransformer(transformer.Transformer):
     def _function(self, fname: str, state: state_lib.State, body: list, returns: gast.expr,
                   origin: gast.AST, extra_params: tuple = ()) -> tuple[str, gast.FunctionDef]:
         body = [s for s in body if not isinstance(s, gast.Pass)]  # the return follows
+        params, through = self._write_through(state, body, returns)
         (fn,) = templates.replace("def fname(params):\n    body\n    return ret",
-                                  fname=fname, params=list(extra_params) + state.params,
-                                  body=self._declarations(body) + state.restores() + body,
+                                  fname=fname, params=list(extra_params) + params,
+                                  body=self._declarations(body) + through + state.restores() + body,
                                   ret=returns)
         return fname, transformer.copy_location(fn, origin)
+
+    def _write_through(self, state: state_lib.State, body: list, returns: gast.expr) -> tuple[list, list]:
+        """(parameters, prologue) binding the state names a nested def or lambda reads.
+
+        A closure defined outside the generated function reads the enclosing
+        function's variable, not a parameter that shadows it, so each such name
+        comes in under a fresh parameter and is stored into that variable
+        (`nonlocal i; i = i_1`): a closure called while the body is traced sees
+        the value of the iteration (or branch) being traced. Only functions that
+        call something can run a closure.
+        """
+        params = state.params
+        shared = [n for n in state.names if n in self.captured]
+        if not shared or not any(_calls(part) for part in body + [returns]):
+            return params, []
+        fresh = {n: self.ctx.namer.new_symbol(n) for n in shared}
+        prologue = [gast.Nonlocal(names=shared)]
+        for n in shared:
+            prologue += templates.replace("var = param", var=n, param=fresh[n])
+        return [fresh.get(p, p) for p in params], prologue
 
     def _visit_children(self, node: gast.stmt, params: list) -> None:
         self.params.append(frozenset(params))
@@ -374,6 +402,11 @@ class _ControlFlowTransformer(transformer.Transformer):
                 gast.If(test=self._skip(transformer.not_expr(transformer.name(fast))),
                         body=resume + staged, orelse=[])]
         return transformer.copy_location(out, node)
+
+
+def _calls(node: gast.AST) -> bool:
+    """Whether `node` calls something (which may run a nested def)."""
+    return any(type(n) is gast.Call for n in transformer.walk(node))
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

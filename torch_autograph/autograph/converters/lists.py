@@ -50,7 +50,7 @@ from typing import Optional
 
 import gast
 
-from torch_autograph.autograph.pyct import qual_names, templates, transformer
+from torch_autograph.autograph.pyct import anno, qual_names, templates, transformer
 
 
 def _method_call(node: gast.AST, method: str) -> Optional[tuple]:
@@ -107,7 +107,58 @@ class _ListTransformer(transformer.Transformer):
         self.depth -= 1
         return node
 
-    visit_If = visit_While = visit_For = _visit_control
+    visit_If = visit_For = _visit_control
+
+    def visit_While(self, node: gast.While) -> gast.stmt:
+        # Not the test: it runs in its own generated function, where rebinding a list is lost.
+        self.depth += 1
+        node.body = self._block(node.body)
+        node.orelse = self._block(node.orelse)
+        self.depth -= 1
+        return node
+
+    def _block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            out.extend(r if isinstance(r, list) else [r])
+        return out
+
+    # Where an expression is evaluated lazily or in a scope of its own, a pop cannot
+    # rebind the list (see the module docstring): only the eager parts are entered.
+    def visit_Lambda(self, node: gast.AST) -> gast.AST:
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+    def visit_IfExp(self, node: gast.IfExp) -> gast.expr:
+        node.test = self.visit(node.test)
+        return node
+
+    def visit_BoolOp(self, node: gast.BoolOp) -> gast.expr:
+        node.values[0] = self.visit(node.values[0])
+        return node
+
+    def visit_Call(self, node: gast.Call) -> gast.expr:
+        self.generic_visit(node)
+        pop = _method_call(node, "pop") if self.depth else None
+        if pop is None or len(pop[1]) > 1 or not self._rewritable(pop[0]):
+            return node
+        target, args = pop
+        pair = self.ctx.namer.new_symbol("popped")
+        call = templates.replace_as_expression("ag__.list_pop(l, args)", l=_load(target),
+                                               args=args[0] if args else "placeholder_")
+        _drop_placeholder(call)
+        bind = gast.NamedExpr(target=transformer.name(pair, gast.Store), value=call)
+        rebind_value = templates.replace_as_expression("pair[0]", pair=pair)
+        for temp in (bind.target, rebind_value.value):
+            anno.setanno(temp, anno.Basic.EXPRESSION_TEMP, True)
+        if isinstance(target, gast.Name):
+            rebind = gast.NamedExpr(target=transformer.name(target.id, gast.Store), value=rebind_value)
+        else:
+            rebind = _store(target, rebind_value).value
+        return templates.replace_as_expression("ag__.list_popped(bind, rebind)", bind=bind,
+                                               rebind=rebind)
 
     def _rewritable(self, target: gast.expr) -> bool:
         # A simple name must be local (see the module docstring); a compound is never rebound.
@@ -125,6 +176,7 @@ class _ListTransformer(transformer.Transformer):
             append = _method_call(node.value, "append")
             if append is not None and len(append[1]) == 1 and self._rewritable(append[0]):
                 target, (element,) = append
+                element = self.visit(element)
                 new = _store(target, templates.replace_as_expression(
                     "ag__.list_append(l, x)", l=_load(target), x=element))
                 return transformer.copy_location(new, node)
@@ -135,7 +187,30 @@ class _ListTransformer(transformer.Transformer):
                     "ag__.list_pop(l, args)[0]", l=_load(target),
                     args=args[0] if args else "placeholder_")
                 return transformer.copy_location(_store(target, _drop_placeholder(popped)), node)
+            insert = _method_call(node.value, "insert")
+            if insert is not None and len(insert[1]) == 2 and self._rewritable(insert[0]):
+                target, (index, element) = insert
+                index, element = self.visit(index), self.visit(element)
+                new = _store(target, templates.replace_as_expression(
+                    "ag__.list_insert(l, i, x)", l=_load(target), i=index, x=element))
+                return transformer.copy_location(new, node)
+            return self.generic_visit(node)
         return node
+
+    def visit_Delete(self, node: gast.Delete) -> list:
+        if not self.depth:
+            return node
+        out = []
+        for t in node.targets:
+            if (isinstance(t, gast.Subscript) and qual_names.from_node(t.value) is not None
+                    and self._rewritable(t.value)
+                    and not (isinstance(t.slice, gast.Constant) and isinstance(t.slice.value, str))):
+                # `del l[i]`, but not `del d['key']` (a dict entry: its own state, see state.py).
+                out.append(_store(t.value, templates.replace_as_expression(
+                    "ag__.list_delitem(l, i)", l=_load(t.value), i=t.slice)))
+            else:
+                out.append(gast.Delete(targets=[t]))
+        return transformer.copy_location(out, node)
 
     def visit_AugAssign(self, node: gast.AugAssign) -> gast.stmt:
         # Only a visible list on the right: `i += 1` stays as written.
@@ -143,13 +218,13 @@ class _ListTransformer(transformer.Transformer):
                 and qual_names.from_node(node.target) is not None and self._rewritable(node.target)):
             value = templates.replace_as_expression("ag__.list_iadd(l, x)", l=_load(node.target), x=node.value)
             return transformer.copy_location(gast.Assign(targets=[node.target], value=value), node)
-        return node
+        return self.generic_visit(node) if self.depth else node
 
     def visit_Assign(self, node: gast.Assign) -> list:
         pop = _method_call(node.value, "pop") if self.depth else None
         if (pop is None or len(pop[1]) > 1 or len(node.targets) != 1
                 or not isinstance(node.targets[0], gast.Name) or not self._rewritable(pop[0])):
-            return node
+            return self.generic_visit(node) if self.depth else node
         target, args = pop
         args = args[0] if args else "placeholder_"
         if isinstance(target, gast.Name):

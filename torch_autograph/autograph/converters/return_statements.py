@@ -5,11 +5,11 @@
             if i > 0:                      retval_ = ag__.UndefinedReturnValue()
                 return i       ->          for i in x:       # extra test: not do_return
         return -1                              if i > 0:
-                                                   do_return = True
                                                    retval_ = i
+                                                   do_return = True
                                            if not do_return:
-                                               do_return = True
                                                retval_ = -1
+                                               do_return = True
                                            return ag__.retval(retval_)
 
 A function whose only `return` is its last statement is left as it is.
@@ -42,7 +42,9 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
 
     def replace(ret: gast.Return) -> list:
         value = ret.value if ret.value is not None else transformer.constant(None)
-        return templates.replace("flag = True\nslot = value", flag=flag, slot=slot, value=value)
+        # The value first: if evaluating it raises (and an enclosing `try` catches
+        # that), the function has not returned.
+        return templates.replace("slot = value\nflag = True", flag=flag, slot=slot, value=value)
 
     def on_loop(loop: gast.stmt) -> None:
         not_flag = transformer.not_expr(transformer.name(flag))

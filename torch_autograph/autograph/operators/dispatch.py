@@ -123,6 +123,12 @@ class StagingBackend(Protocol):
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         """`target.pop(*args)` on a staged list; returns (new list, element)."""
 
+    def list_insert(self, target: Any, index: Any, element: Any, origin: Origin) -> Any:
+        """`target.insert(index, element)` on a staged list; returns the new list."""
+
+    def list_delitem(self, target: Any, index: Any, origin: Origin) -> Any:
+        """`del target[index]` on a staged list; returns the new list."""
+
     def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
         """`target.extend(items)` (or `target += items`) where target is staged; returns the new list.
 

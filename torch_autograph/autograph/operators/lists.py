@@ -1,7 +1,9 @@
 """Functional list operations so that lists can be loop state (appends in a tensor loop work).
 
-Inside loops and branches `l.append(x)` becomes `l = ag__.list_append(l, x)`
-and `y = l.pop()` becomes `l, y = ag__.list_pop(l)`; everywhere `l.extend(xs)`
+Inside loops and branches `l.append(x)` becomes `l = ag__.list_append(l, x)`,
+`y = l.pop()` becomes `l, y = ag__.list_pop(l)`, `l.insert(i, x)` becomes
+`l = ag__.list_insert(l, i, x)` and `del l[i]` becomes
+`l = ag__.list_delitem(l, i)`; everywhere `l.extend(xs)`
 becomes `l = ag__.list_extend(l, xs)` and `l += [x]` becomes
 `l = ag__.list_iadd(l, [x])` (see converters/lists.py). With a plain list they
 mutate it in place and return it, exactly like the method calls and `+=`.
@@ -32,6 +34,34 @@ def list_pop(target: Any, *args: Any) -> tuple[Any, Any]:
     if b is None or type(target) in _PLAIN or not b.is_staged(target):
         return target, target.pop(*args)
     return b.list_pop(target, args, dispatch.caller_origin())
+
+
+def list_popped(pair: tuple, rebound: Any) -> Any:
+    """The element of `pair = list_pop(...)`; `rebound` is the store of the list evaluated alongside.
+
+    A `pop` inside an expression becomes
+    `ag__.list_popped(pop_ := ag__.list_pop(l), l := pop_[0])`: the list is
+    rebound where Python pops it, and the expression still gives the element.
+    """
+    return pair[1]
+
+
+def list_insert(target: Any, index: Any, element: Any) -> Any:
+    """`target.insert(index, element)`; returns the (possibly new, if staged) list."""
+    b = _registry.backend
+    if b is None or type(target) in _PLAIN or not b.is_staged(target):
+        target.insert(index, element)
+        return target
+    return b.list_insert(target, index, element, dispatch.caller_origin())
+
+
+def list_delitem(target: Any, index: Any) -> Any:
+    """`del target[index]`; returns the (possibly new, if staged) list."""
+    b = _registry.backend
+    if b is None or type(target) in _PLAIN or not b.is_staged(target):
+        del target[index]
+        return target
+    return b.list_delitem(target, index, dispatch.caller_origin())
 
 
 def list_extend(target: Any, items: Any) -> Any:

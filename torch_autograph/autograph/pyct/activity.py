@@ -12,7 +12,7 @@ from typing import Iterable, Union
 
 import gast
 
-from torch_autograph.autograph.pyct import qual_names, transformer
+from torch_autograph.autograph.pyct import anno, qual_names, transformer
 
 _FUNCS = (gast.FunctionDef, gast.AsyncFunctionDef)
 _COMPS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
@@ -29,12 +29,17 @@ class Activity:
             def, import, with-as, except-as, del).
         modified_qns: attributes/subscripts assigned, e.g. `self.y`, `d['k']`.
         declared: names declared `global` or `nonlocal` in this scope.
+        nonlocal_: names declared `nonlocal` in this scope.
+        closure_writes: names of this scope that a nested def assigns
+            through `nonlocal` (whenever that def runs).
     """
 
     read: set = dataclasses.field(default_factory=set)
     modified: set = dataclasses.field(default_factory=set)
     modified_qns: set = dataclasses.field(default_factory=set)
     declared: set = dataclasses.field(default_factory=set)
+    nonlocal_: set = dataclasses.field(default_factory=set)
+    closure_writes: set = dataclasses.field(default_factory=set)
 
 
 class _Collector(transformer.Visitor):
@@ -42,6 +47,8 @@ class _Collector(transformer.Visitor):
         self.act = Activity()
 
     def visit_Name(self, node: gast.Name) -> None:
+        if anno.hasanno(node, anno.Basic.EXPRESSION_TEMP):
+            return  # lives inside one expression: not state of anything
         if isinstance(node.ctx, gast.Load):
             self.act.read.add(node.id)
         else:
@@ -76,7 +83,9 @@ class _Collector(transformer.Visitor):
     def visit_Global(self, node: gast.Global) -> None:
         self.act.declared.update(node.names)
 
-    visit_Nonlocal = visit_Global
+    def visit_Nonlocal(self, node: gast.Nonlocal) -> None:
+        self.act.declared.update(node.names)
+        self.act.nonlocal_.update(node.names)
 
     def visit_alias(self, node: gast.alias) -> None:
         self.act.modified.add((node.asname or node.name).split(".")[0])
@@ -96,8 +105,10 @@ class _Collector(transformer.Visitor):
         inner.visit(params)
         for s in body:
             inner.visit(s)
-        free = inner.act.read - (inner.act.modified - inner.act.declared)
-        self.act.read.update(free)
+        own = inner.act.modified - inner.act.declared
+        self.act.read.update(inner.act.read - own)
+        self.act.closure_writes.update((inner.act.modified & inner.act.nonlocal_)
+                                       | (inner.act.closure_writes - own))
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> None:
         for d in node.decorator_list:
@@ -152,14 +163,30 @@ def function_locals(fn: Union[gast.FunctionDef, gast.Lambda]) -> set:
     return act.modified - act.declared
 
 
-def captured_by_nested_defs(fn: gast.FunctionDef) -> set:
-    """Free names of `def`s nested in `fn`: these count as used everywhere."""
-    captured: set = set()
-    # Only defs of this scope: a deeper def's free names are accounted for in
-    # the free names of the def that encloses it.
-    for n in transformer.walk_statements(fn.body):
+def captured_by_nested_scopes(fn: gast.FunctionDef) -> tuple[set, set]:
+    """(names read, names assigned) by the defs and lambdas nested in `fn`, whenever those run.
+
+    The assigned names are those a nested def declares `nonlocal`; both sets
+    hold names of `fn`'s scope only if `fn` binds them. Thunks the
+    converters generate as arguments of an `ag__` call (an assert's message)
+    run on the spot and are not counted.
+    """
+    c = _Collector()
+    # Only scopes directly in `fn`: a deeper scope's free names are accounted
+    # for in those of the scope that encloses it.
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
         if isinstance(n, _FUNCS):
-            c = _Collector()
+            todo.extend(n.decorator_list)
             c._visit_scope(n, n.args, n.body)
-            captured |= c.act.read
-    return captured
+        elif isinstance(n, gast.Lambda):
+            c._visit_scope(n, n.args, [n.body])
+        elif isinstance(n, gast.ClassDef):
+            c.visit_ClassDef(n)
+        elif transformer.is_ag_call(n):
+            todo.extend(a for a in n.args if not isinstance(a, gast.Lambda))
+            todo.extend(k.value for k in n.keywords)
+        else:
+            todo.extend(transformer.iter_children(n))
+    return c.act.read, c.act.closure_writes

@@ -18,6 +18,7 @@ class Basic(enum.Enum):
     SKIP_PROCESSING = "the node was generated; converters leave it alone"
     EXTRA_LOOP_TEST = "an expression and-ed into a for loop's test (break/return flags)"
     LOOP_OPTIONS = "dict of option name -> expression node, from set_loop_options"
+    EXPRESSION_TEMP = "a generated name bound and read inside one expression; analyses ignore it"
 
 
 class Static(enum.Enum):

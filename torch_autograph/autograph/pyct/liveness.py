@@ -21,7 +21,7 @@ _Static = anno.Static
 
 class _Liveness:
     def __init__(self, always_live: frozenset):
-        # Names captured by nested defs may be read whenever those run.
+        # Names captured by nested defs and lambdas may be read whenever those run.
         self.always_live = always_live
         self._act_cache: dict[int, activity.Activity] = {}
 
@@ -108,5 +108,6 @@ class _Liveness:
 
 def analyze(fn: gast.FunctionDef) -> None:
     """Annotates the control-flow statements of `fn`'s own scope with liveness."""
-    always = frozenset(activity.captured_by_nested_defs(fn))
+    read, written = activity.captured_by_nested_scopes(fn)
+    always = frozenset(read | written)
     _Liveness(always).block(fn.body, always)

@@ -1,0 +1,226 @@
+"""Converted code means what the Python means: closures, `pop`, returns, `try`, recursion.
+
+Each function runs three ways and must agree: the original on Python values,
+AutoGraph's converted code on the same Python values, and `ta.function` on
+tensors, compared with the same function run eagerly on those tensors
+(values, dtypes, shapes and gradients: `eager_reference.assert_matches_eager`).
+"""
+
+import torch
+
+import torch_autograph as ta
+from eager_reference import assert_matches_eager, graph_ops
+
+
+def three_ways(fn, *args):
+    """Original == converted on Python values; graph == eager on tensors. Returns the Python result."""
+    expected = fn(*args)
+    assert ta.autograph.to_graph(fn)(*args) == expected
+    tensors = [torch.tensor(a) if isinstance(a, (int, float)) else a for a in args]
+    assert_matches_eager(fn, *tensors)
+    return expected
+
+
+# -- closures read the value of the iteration being traced -----------------------------------------
+
+
+def while_with_closure_call(n):
+    i = 0
+    s = 0
+
+    def read_i():
+        return i
+
+    while i < n:
+        s += read_i()
+        i += 1
+    return s + 20
+
+
+def test_closure_reads_the_loop_variable_of_the_current_iteration():
+    assert three_ways(while_with_closure_call, 2) == 21
+    assert three_ways(while_with_closure_call, 5) == 30
+    assert "while" in graph_ops(ta.function(while_with_closure_call), torch.tensor(3))
+
+
+def for_with_lambda(x, n):
+    scale = x * 0 + 1
+    get = lambda: scale  # noqa: E731
+    out = x * 0
+    for k in range(n):
+        if get().sum() > 2:
+            out = out + get()
+        scale = scale * 2
+    return out, get()
+
+
+def test_lambda_sees_loop_and_branch_values_and_the_final_value_after_the_loop():
+    x = torch.tensor([1.0, 0.5])
+    out, last = for_with_lambda(x, 4)
+    assert_matches_eager(for_with_lambda, x, torch.tensor(4))
+    assert torch.equal(last, torch.tensor([16.0, 16.0])) and torch.equal(out, torch.tensor([14.0, 14.0]))
+
+
+def closure_assigns(n):
+    i = 0
+
+    def bump():
+        nonlocal i
+        i += 2
+
+    while i < n:
+        bump()
+    return i
+
+
+def test_nested_def_assigning_a_loop_variable_through_nonlocal():
+    assert three_ways(closure_assigns, 5) == 6
+
+
+# -- pop, insert and del on lists in tensor loops and branches ---------------------------------------
+
+
+def simple_empty(n):
+    l = [1, 2, 3, 4]
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return torch.tensor(l), s
+
+
+def test_pop_inside_an_expression_in_a_tensor_loop():
+    eager = simple_empty(2)
+    got = ta.function(simple_empty)(torch.tensor(2))
+    assert torch.equal(got[0], eager[0]) and torch.equal(got[0], torch.tensor([1, 2]))
+    assert int(got[1]) == eager[1] == 7
+
+
+def pops_inserts_dels(x, n):
+    l = [x, x + 1, x + 2, x + 3]
+    s = x * 0
+    for i in range(n):
+        s = s + l[-1] * l.pop() + l.pop(0)
+        l.insert(1, s)
+        l.insert(0, s * 2)
+        del l[1]
+    return torch.stack(l), s
+
+
+def test_pop_insert_and_del_in_a_tensor_loop_match_eager():
+    assert_matches_eager(pops_inserts_dels, torch.tensor([1.0, -0.5]), torch.tensor(3))
+
+
+def pop_in_branch(x):
+    ints = [1, 2, 3]
+    tensors = [x, x + 1, x + 2]
+    s = 0
+    t = x * 0
+    if x.sum() > 0:
+        s = s + ints.pop()
+        t = t + tensors.pop(0)
+        ints.append(7)
+    return torch.tensor(ints), s, torch.stack(tensors), t
+
+
+def test_list_changed_in_place_in_a_tensor_if_is_changed_on_the_taken_path_only():
+    for v in (1.0, -1.0):
+        assert_matches_eager(pop_in_branch, torch.tensor([v, 2 * v]))
+
+
+# -- return: the value is evaluated first ------------------------------------------------------------
+
+
+def raise_during_return_caught():
+    try:
+        return 1 / 0
+    except ZeroDivisionError:
+        pass
+    return 1
+
+
+def raise_during_return_in_tail_branch(x):
+    if x > 0:
+        try:
+            return x + ta_undefined_helper()  # noqa: F821 - raises NameError on purpose
+        except NameError:
+            pass
+        return x * 0 + 1
+    return x * 0 + 2
+
+
+def test_an_exception_while_evaluating_the_returned_value_does_not_return():
+    assert ta.autograph.to_graph(raise_during_return_caught)() == raise_during_return_caught() == 1
+    assert three_ways(raise_during_return_in_tail_branch, 3) == 1
+    assert three_ways(raise_during_return_in_tail_branch, -3) == 2
+
+
+# -- continue in try/finally, a loop of only `continue` ----------------------------------------------
+
+
+def continue_in_try_finally(n):
+    i = 0
+    s = 0
+    while i < n:
+        i += 1
+        try:
+            if i == 2:
+                continue
+            s += i
+        finally:
+            s += 10
+    return s
+
+
+def only_continue(x, n):
+    for i in range(n):
+        continue
+    k = 0
+    while k < n:
+        k += 1
+        if k > 0:
+            continue
+    return x + k
+
+
+def test_continue_inside_try_finally_and_a_body_of_only_continue():
+    assert three_ways(continue_in_try_finally, 4) == 48
+    assert three_ways(only_continue, 3, 3) == 6
+
+
+# -- recursion --------------------------------------------------------------------------------------
+
+
+def rec(h, n):
+    return h if n == 0 else rec(h * 2, n - 1)
+
+
+def uses_rec(h):
+    return rec(h, 3)
+
+
+def repackage_hidden(h):
+    if isinstance(h, torch.Tensor):
+        return h.detach()
+    return tuple(repackage_hidden(v) for v in h)
+
+
+def detach_state(h):
+    return repackage_hidden(h)
+
+
+def nested_recursion(x, n):
+    def countdown(v, k):
+        if k <= 0:
+            return v
+        return countdown(v + k, k - 1)
+
+    return countdown(x, n)
+
+
+def test_recursive_functions_with_a_python_base_case():
+    assert_matches_eager(uses_rec, torch.tensor([1.0, 3.0]))
+    assert_matches_eager(nested_recursion, torch.tensor([1.0, 2.0]), 4)  # n: a Python int
+    h = (torch.ones(2, requires_grad=True) * 2, (torch.ones(3) * 3,))
+    got = ta.function(detach_state)(h)
+    assert not got[0].requires_grad and torch.equal(got[0], h[0].detach())
+    assert torch.equal(got[1][0], h[1][0])
