@@ -241,7 +241,7 @@ def return_in_loop(xs):
                     retval_ = x
                     do_return = True
                     return (do_return, retval_)
-                do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
+                do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', '<return value>'))
             if do_return is not False:
                 fast = do_return is True
                 break
@@ -255,9 +255,9 @@ def return_in_loop(xs):
                 retval_ = x
                 do_return = True
                 return (do_return, retval_)
-            do_return, retval_ = ag__.if_stmt(x > 0, if_true_1, None, (do_return, retval_), ('do_return', 'retval_'))
+            do_return, retval_ = ag__.if_stmt(x > 0, if_true_1, None, (do_return, retval_), ('do_return', '<return value>'))
             return (do_return, retval_)
-        do_return, retval_ = ag__.for_stmt(loop_iter, extra_test, loop_body, (do_return, retval_), ('do_return', 'retval_'))
+        do_return, retval_ = ag__.for_stmt(loop_iter, extra_test, loop_body, (do_return, retval_), ('do_return', '<return value>'))
     cond_1 = ag__.not_(do_return)
     if cond_1 is True or cond_1 is False or ag__.is_plain(cond_1):
         if cond_1:
@@ -268,7 +268,7 @@ def return_in_loop(xs):
             retval_ = -1
             do_return = True
             return (retval_,)
-        retval_, = ag__.if_stmt(cond_1, if_true_2, None, (retval_,), ('retval_',))
+        retval_, = ag__.if_stmt(cond_1, if_true_2, None, (retval_,), ('<return value>',))
     return ag__.retval(retval_)
 """,
     "ternary": """\

@@ -9,7 +9,7 @@ tensors, compared with the same function run eagerly on those tensors
 import torch
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops
+from eager_reference import assert_matches_eager, graph_ops, line_of
 
 
 def three_ways(fn, *args):
@@ -224,3 +224,67 @@ def test_recursive_functions_with_a_python_base_case():
     got = ta.function(detach_state)(h)
     assert not got[0].requires_grad and torch.equal(got[0], h[0].detach())
     assert torch.equal(got[1][0], h[1][0])
+
+
+# -- falling off the end; variables assigned in loops that may not run -------------------------------
+
+
+def falls_off_the_end(x):
+    if x > 0:
+        return x * 2
+
+
+def returns_none_or_falls_off(x, log):
+    if x > 0:
+        log.append(1)
+        return
+    log.append(2)
+
+
+def test_a_graph_value_choosing_between_a_value_and_falling_off_the_end_is_an_error():
+    import pytest
+    assert ta.autograph.to_graph(falls_off_the_end)(-1) is None
+    assert ta.autograph.to_graph(falls_off_the_end)(2) == 4
+    with pytest.raises(ValueError) as e:
+        ta.function(falls_off_the_end)(torch.tensor(-1))
+    assert "falls_off_the_end() returns a value on some paths" in str(e.value)
+    assert line_of(falls_off_the_end, "if x > 0") in str(e.value)
+    # Every `return` gives None: either way the result is None.
+    assert ta.function(returns_none_or_falls_off)(torch.tensor(-1), []) is None
+
+
+def assigned_in_loop_after_early_return(a, b, y):
+    if y > b:
+        return a
+    for i in range(a % 2):
+        t2 = a + i
+    return t2
+
+
+def assigned_in_loop_in_a_branch(x, n):
+    if x > 0:
+        for i in range(n):
+            t = x + i
+        x = t
+    return x
+
+
+def returns_from_a_tensor_loop(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(x * i)
+        if i > 1:
+            return torch.stack(acc)
+    return x
+
+
+def test_variables_first_assigned_in_a_loop_inside_a_branch_or_after_an_early_return():
+    assert three_ways(assigned_in_loop_after_early_return, 3, 1, 0) == 3
+    assert three_ways(assigned_in_loop_after_early_return, 3, 1, 5) == 3
+    assert three_ways(assigned_in_loop_in_a_branch, 1, 2) == 2
+    assert three_ways(assigned_in_loop_in_a_branch, -1, 2) == -1
+
+
+def test_return_of_a_value_whose_shape_grows_in_a_tensor_loop():
+    assert_matches_eager(returns_from_a_tensor_loop, torch.tensor([1.0, 2.0]), torch.tensor(4))
+    assert_matches_eager(returns_from_a_tensor_loop, torch.tensor([1.0, 2.0]), torch.tensor(1))

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from ..autograph.operators.control_flow import check_branch_outputs
+from ..autograph.operators.dispatch import RETURN_VALUE_LABEL
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin
 from ..graph import Op, OpKind, SourceLocation, ValueKind
@@ -201,7 +202,8 @@ def _logical_and(a: Any, b: Any) -> Any:
 
 def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, Any]:
     inv = options.get("shape_invariants") or {}
-    out = {}
+    # The return slot is only written in the loop: any shape may come out of it.
+    out = {i: None for i, n in enumerate(names) if n == RETURN_VALUE_LABEL}
     for key, shape in (inv.items() if isinstance(inv, Mapping) else inv):
         if isinstance(key, str):
             if key in names:

@@ -277,7 +277,9 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
                 return retrace
             for i, init in changes.define.items():
                 inits[i] = init
-                carried[i] = _carried_value(state, i, init, None, invariants, names, origin)
+                # The placeholder is never read: the variable has the type the body gives it.
+                like = raw[i] if isinstance(raw[i], Value) and raw[i].kind is ValueKind.TENSOR else None
+                carried[i] = _carried_value(state, i, init, like, invariants, names, origin)
                 cb.graph.inputs.append(carried[i])
                 bb.graph.inputs.append(carried[i])
             carried = dict(sorted(carried.items()))

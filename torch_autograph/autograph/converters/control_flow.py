@@ -227,6 +227,9 @@ class _ControlFlowTransformer(transformer.Transformer):
         return [gast.Assign(targets=[state.targets()], value=call, type_comment=None)
                 ] + state.restores()
 
+    def _labels(self, state: state_lib.State) -> gast.Tuple:
+        return templates.strings_tuple([self.ctx.labels.get(n, n) for n in state.labels])
+
     @staticmethod
     def _options(node: gast.stmt) -> Optional[gast.Dict]:
         options = anno.getanno(node, anno.Basic.LOOP_OPTIONS)
@@ -243,28 +246,42 @@ class _ControlFlowTransformer(transformer.Transformer):
     def _if_functional(self, node: gast.If, test: gast.expr) -> tuple[list, list]:
         branches_in = (anno.getanno(node, _Static.BODY_LIVE_IN, frozenset())
                        | anno.getanno(node, _Static.ORELSE_LIVE_IN, frozenset()))
-        live = anno.getanno(node, _Static.LIVE_OUT, frozenset()) | branches_in
+        live_out = anno.getanno(node, _Static.LIVE_OUT, frozenset())
         # The condition is evaluated first, with the incoming values too.
         incoming_used = branches_in | frozenset(activity.activity_of(node.test).read)
         # Names are taken before visiting nested statements so they number outside-in.
         true_name = self.ctx.namer.new_symbol("if_true")
-        false_name = self.ctx.namer.new_symbol("if_false") if node.orelse else None
-        state = self._state(node, live)
+        state = self._state(node, live_out | branches_in)
+        # Read by a branch before it assigns them (e.g. after a loop that may not run) but
+        # dead after the `if`: passed in, and left undefined by both branches.
+        dead = frozenset(state.names) - live_out
+        false_name = self.ctx.namer.new_symbol("if_false") if node.orelse or dead else None
         self._visit_children(node, state.params)
-        true_name, true_fn = self._function(true_name, state, node.body, state.values(), node)
+        returns = self._branch_outputs(state, dead)
+        true_name, true_fn = self._function(true_name, state, node.body, returns, node)
         functions = [true_fn]
-        if node.orelse:
+        if false_name is not None:
             false_name, false_fn = self._function(false_name, state, node.orelse,
-                                                  state.values(), node)
+                                                  templates.copy_tree(returns), node)
             functions.append(false_fn)
         else:
             false_name = transformer.constant(None)  # if_stmt keeps the state as it is
         call = templates.replace_as_expression(
             "ag__.if_stmt(test, true_name, false_name, state, names)", test=test,
             true_name=true_name, false_name=false_name, state=state.values(),
-            names=templates.strings_tuple(state.labels))
+            names=self._labels(state))
         return (transformer.copy_location(self._inits(state, node, incoming_used), node),
                 transformer.copy_location(functions + self._result(call, state), node))
+
+    @staticmethod
+    def _branch_outputs(state: state_lib.State, dead: frozenset) -> gast.Tuple:
+        """What each branch returns: the state's values, `ag__.Undefined('x')` for the dead names."""
+        out = state.values()
+        for k, n in enumerate(state.names):
+            if n in dead:
+                out.elts[k] = templates.replace_as_expression("ag__.Undefined(var_name)",
+                                                              var_name=transformer.constant(n))
+        return out
 
     def _while_functional(self, node: gast.While) -> tuple[list, list]:
         live = (anno.getanno(node, _Static.LIVE_OUT, frozenset())
@@ -278,7 +295,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         call = templates.replace_as_expression(
             "ag__.while_stmt(test_name, body_name, state, names)", test_name=test_name,
             body_name=body_name, state=state.values(),
-            names=templates.strings_tuple(state.labels))
+            names=self._labels(state))
         options = self._options(node)
         if options is not None:
             call.args.append(options)
@@ -317,7 +334,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         call = templates.replace_as_expression(
             "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=iter_,
             extra_test=extra_name, body_name=body_name, state=state.values(),
-            names=templates.strings_tuple(state.labels))
+            names=self._labels(state))
         options = self._options(node)
         if options is not None:
             call.args.append(options)

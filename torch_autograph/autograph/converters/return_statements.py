@@ -12,7 +12,12 @@
                                                do_return = True
                                            return ag__.retval(retval_)
 
-A function whose only `return` is its last statement is left as it is.
+A function whose only `return` is its last statement is left as it is. When
+some path may reach the end of the function without a `return`, the last line
+is `return ag__.retval(retval_, do_return)`: that path returns None, and a
+graph value deciding between a value and None is an error (a graph cannot
+return None on only some paths). The return slot is labelled
+`<return value>` in messages.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import gast
 
 from torch_autograph.autograph.converters import jumps
+from torch_autograph.autograph.operators.dispatch import RETURN_VALUE_LABEL
 from torch_autograph.autograph.pyct import anno, templates, transformer
 
 
@@ -33,12 +39,39 @@ def _needs_lowering(fn: gast.FunctionDef) -> bool:
     return False
 
 
+def _always_returns(stmts: list) -> bool:
+    """Whether every path through `stmts` ends in `return` or `raise` (conservatively: False if unsure).
+
+    A `with` body that returns counts (a context manager that swallows the
+    exception of a `return` expression is rare enough); a loop counts only as
+    `while True:` without `break`.
+    """
+    for s in stmts:
+        if isinstance(s, (gast.Return, gast.Raise)):
+            return True
+        if isinstance(s, gast.If) and _always_returns(s.body) and _always_returns(s.orelse):
+            return True
+        if (isinstance(s, gast.While) and isinstance(s.test, gast.Constant) and s.test.value is True
+                and not any(jumps.contains(b, gast.Break, False) for b in s.body)):
+            return True
+        if isinstance(s, (gast.With, gast.AsyncWith)) and _always_returns(s.body):
+            return True
+        if isinstance(s, gast.Try) and (
+                _always_returns(s.finalbody)
+                or ((_always_returns(s.body) or _always_returns(s.orelse))
+                    and all(_always_returns(h.body) for h in s.handlers))):
+            return True
+    return False
+
+
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     """Lowers the returns of `fn`'s own scope in place."""
     if not _needs_lowering(fn):
         return
     flag = ctx.namer.new_symbol("do_return")
     slot = ctx.namer.new_symbol("retval_")
+    ctx.labels[slot] = RETURN_VALUE_LABEL
+    falls_off = not _always_returns(fn.body)
 
     def replace(ret: gast.Return) -> list:
         value = ret.value if ret.value is not None else transformer.constant(None)
@@ -59,7 +92,11 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     first = fn.body[0]
     prologue = templates.replace("flag = False\nslot = ag__.UndefinedReturnValue()",
                                  flag=flag, slot=slot)
-    epilogue = templates.replace("return ag__.retval(slot)", slot=slot)
+    if falls_off:
+        # Some path may end without `return`: whether one ran decides between the value and None.
+        epilogue = templates.replace("return ag__.retval(slot, flag)", slot=slot, flag=flag)
+    else:
+        epilogue = templates.replace("return ag__.retval(slot)", slot=slot)
     last = fn.body[-1]
     fn.body = (transformer.copy_location(prologue, first) + body
                + transformer.copy_location(epilogue, last))

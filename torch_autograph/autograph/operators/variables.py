@@ -50,10 +50,24 @@ def ld(value: Any) -> Any:
     return value
 
 
-def retval(value: Any) -> Any:
-    """The function's result: None if no `return` statement ran."""
-    if type(value) is UndefinedReturnValue:
+def retval(value: Any, returned: Any = True) -> Any:
+    """The function's result: None if no `return` statement ran.
+
+    `returned` is the `do_return` flag of a function that may reach its end
+    without `return`. When that flag is a graph value, whether the function
+    returns `value` or None is decided only when the graph runs, which a graph
+    cannot express (unless `value` is None too): ValueError naming the
+    function and its last line, rather than an invented value.
+    """
+    if type(value) is UndefinedReturnValue or returned is False:
         return None
+    if returned is not True and value is not None and dispatch.is_staged(returned):
+        origin = dispatch.caller_origin()
+        raise ValueError(
+            f"{origin.function_name}() returns a value on some paths and reaches its end without `return` "
+            f"(returning None) on others, and a graph value decides which: a graph cannot return None on "
+            f"only some paths. The function ends at {origin} (`{origin.source_line}`); end it with a "
+            f"`return`, or give each tensor `if` that returns an `else:` that returns too.")
     return value
 
 
