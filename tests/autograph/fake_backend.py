@@ -204,6 +204,13 @@ class FakeBackend:
             return NotImplemented
         return Staged(list(target.v) + [unwrap(x) for x in items])
 
+    def sequence_getitem(self, target, index, origin):
+        self.calls["sequence_getitem"] += 1
+        return _stage(target[unwrap(index)])
+
+    def writes_in_place(self, value):
+        return False
+
     def list_insert(self, target, index, element, origin):
         self.calls["list_insert"] += 1
         items = list(target.v)

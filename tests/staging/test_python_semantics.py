@@ -288,3 +288,127 @@ def test_variables_first_assigned_in_a_loop_inside_a_branch_or_after_an_early_re
 def test_return_of_a_value_whose_shape_grows_in_a_tensor_loop():
     assert_matches_eager(returns_from_a_tensor_loop, torch.tensor([1.0, 2.0]), torch.tensor(4))
     assert_matches_eager(returns_from_a_tensor_loop, torch.tensor([1.0, 2.0]), torch.tensor(1))
+
+
+# -- loop else, run-time list indices, loops that may not end ----------------------------------------
+
+
+def loop_else_reads_loop_variable(x, n):
+    for i in range(n):
+        t = x * i
+    else:
+        x = x + t
+    k = 0
+    while k < n:
+        u = x + k
+        k += 1
+    else:
+        x = x + u
+    return x
+
+
+def reads_list_at_run_time_index(x, n):
+    l = [x, x + 1, x + 2]
+    ints = [10, 20, 30]
+    s = x * 0
+    for i in range(1, n):
+        s = s + l[i - 1] * ints[i - 1]
+    return s + l[n - 1]
+
+
+def test_loop_else_and_lists_read_at_an_index_known_when_the_graph_runs():
+    assert_matches_eager(loop_else_reads_loop_variable, torch.tensor([1.0, 2.0]), torch.tensor(3))
+    for n in (1, 3):
+        assert_matches_eager(reads_list_at_run_time_index, torch.tensor([1.0, -1.0]), torch.tensor(n))
+
+
+def reads_strings_at_run_time_index(x, n):
+    names = ["a", "b"]
+    return x, names[n - 1]  # the error line
+
+
+def test_a_list_that_cannot_be_read_at_a_run_time_index_is_an_error_at_the_line():
+    import pytest
+    with pytest.raises(TypeError) as e:
+        ta.function(reads_strings_at_run_time_index)(torch.tensor(1.0), torch.tensor(1))
+    assert "cannot read list ['a', 'b'] at an index known only when the graph runs" in str(e.value)
+    assert line_of(reads_strings_at_run_time_index, "# the error line") in str(e.value)
+
+
+def unused_while(x, n):
+    i = 0
+    while i < n:  # may never end: kept although nothing reads `i`
+        i = i + 1
+    for j in range(n):  # ends: dropped when unused
+        x = x + 0 * j
+    return x * 2
+
+
+def test_a_while_loop_is_kept_even_when_its_results_are_unused():
+    ops = graph_ops(ta.function(unused_while), torch.tensor(1.0), torch.tensor(3))
+    assert ops.count("while") == 2  # the `for` too: `x` is returned
+    ops = graph_ops(ta.function(lambda x, n: unused_while(x * 0, n) * 0 + x), torch.tensor(1.0), torch.tensor(3))
+    assert ops.count("while") >= 1
+
+
+# -- in-place subscript writes in a tensor loop keep gradients ----------------------------------------
+
+
+def subscript_write_in_while(b, n):
+    z = torch.zeros(3)
+    x = b
+    i = 0
+    while i < n:
+        z[1] = b[0]
+        x = z * b
+        i += 1
+    return x.sum()
+
+
+def test_subscript_assignment_in_a_tensor_loop_is_not_written_again():
+    assert_matches_eager(subscript_write_in_while, torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2))
+
+
+# -- clear errors: formatting, py_function without Tout, endless recursion ----------------------------
+
+
+def formats_a_graph_tensor(x):
+    return f"{x.sum():.3f}"  # the format line
+
+
+def calls_py_function_without_tout(x):
+    return ta.py_function(lambda t: t * 2, [x])
+
+
+def factorial(n):
+    if n <= 1:  # the base case
+        return n * 0 + 1
+    return n * factorial(n - 1)
+
+
+def test_clear_errors_for_what_a_graph_cannot_do():
+    import pytest
+    from torch_autograph import errors
+    with pytest.raises(errors.OperatorNotAllowedInGraphError) as e:
+        ta.function(formats_a_graph_tensor)(torch.tensor([1.0, 2.0]))
+    assert "formatting a graph tensor with '.3f'" in str(e.value) and "%sum" in str(e.value)
+    assert line_of(formats_a_graph_tensor, "# the format line") in str(e.value)
+    assert ta.function(lambda x: f"{x}")(torch.tensor(1.0)).startswith("GraphTensor(")  # a trace-time string
+    with pytest.raises(TypeError, match=r"needs Tout: the type of what <lambda> returns"):
+        ta.function(calls_py_function_without_tout)(torch.tensor(1.0))
+    with pytest.raises(errors.OperatorNotAllowedInGraphError) as e:
+        ta.function(factorial)(torch.tensor(4))
+    assert "maximum recursion depth exceeded while tracing the branches of the `if`" in str(e.value)
+    assert line_of(factorial, "# the base case") in str(e.value)
+    assert int(ta.function(factorial)(4)) == 24  # a Python base case
+
+
+def test_a_ragged_list_argument_is_named():
+    import pytest
+
+    def identity(x):
+        return x
+
+    concrete = ta.function(identity).get_concrete_function(ta.TensorSpec([None, None]))
+    with pytest.raises(TypeError, match=r"argument x expected a tensor matching .* got \[\[1, 2, 3\], \[1\]\]"):
+        concrete([[1, 2, 3], [1]])

@@ -114,7 +114,7 @@ def test_py_function_runs_at_every_call_in_order():
     @ta.function
     def f(x):
         a = ta.py_function(record, [x], Tout=torch.float32)
-        ta.py_function(log.append, ["after"])
+        ta.py_function(log.append, ["after"], Tout=None)
         return a + 1
 
     assert f(torch.tensor(1.0)).item() == 11.0
@@ -149,7 +149,7 @@ def test_reading_grad_while_tracing_warns_and_py_function_runs_it_every_call():
     def staged(x):
         opt.zero_grad()
         model(x).pow(2).sum().backward()
-        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1))
+        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1), [], Tout=None)
         opt.step()
 
     torch.manual_seed(1)

@@ -67,7 +67,9 @@ _cache = ConversionCache()
 
 
 def _is_library(fn: types.FunctionType) -> bool:
-    module = getattr(fn, "__module__", None) or ""
+    # The module that defined the code, not `__module__`: `functools.wraps` copies
+    # that from the wrapped function onto a library's wrapper.
+    module = fn.__globals__.get("__name__") or getattr(fn, "__module__", None) or ""
     return module.partition(".")[0] in _NEVER_CONVERT
 
 
@@ -128,8 +130,46 @@ def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.F
         template = _template(fn, strict)
         if template is not None:
             converted = loader.rebind(template.template, fn, {"ag__": AG})
+    elif (getattr(fn, "__wrapped__", None) is not None and _is_library(fn)
+          and not getattr(fn, _DO_NOT_CONVERT, False)):
+        converted = _through_decorator(fn, strict)
     _cache.instances[fn] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__, converted)
     return converted
+
+
+def _through_decorator(wrapper: types.FunctionType, strict: bool) -> types.FunctionType:
+    """A library decorator's wrapper (e.g. `@torch.no_grad()`) calling the converted user function.
+
+    A `functools.wraps` wrapper names the function it wraps in `__wrapped__`
+    and, in the usual closure-based decorator, holds it in a closure cell. The
+    wrapper's own code (the decorator's context: no_grad, inference_mode, ...)
+    is kept; a copy of it gets a cell holding the converted function instead.
+    A wrapper that does not hold the function in its closure is left as it is.
+    """
+    wrapped = wrapper.__wrapped__
+    inner = wrapped
+    if type(wrapped) is types.FunctionType:
+        inner = _converted_function(wrapped, strict)
+    if inner is wrapped:
+        return wrapper
+    cells = wrapper.__closure__ or ()
+    closure = tuple(types.CellType(inner) if _cell_holds(c, wrapped) else c for c in cells)
+    if all(a is b for a, b in zip(closure, cells)):
+        return wrapper
+    new = types.FunctionType(wrapper.__code__, wrapper.__globals__, wrapper.__name__,
+                             wrapper.__defaults__, closure)
+    new.__kwdefaults__ = wrapper.__kwdefaults__
+    new.__dict__.update(wrapper.__dict__)
+    new.__qualname__, new.__module__, new.__doc__ = (wrapper.__qualname__, wrapper.__module__,
+                                                      wrapper.__doc__)
+    return new
+
+
+def _cell_holds(cell: types.CellType, value: Any) -> bool:
+    try:
+        return cell.cell_contents is value
+    except ValueError:  # an empty cell
+        return False
 
 
 # Callables that decide how to call an object (e.g. the torch side converts an nn.Module's
@@ -195,6 +235,8 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
                 result = override(f, args, kwargs or {})
                 if result is not NotImplemented:
                     return result
+        elif t is functools.partial:
+            return converted_call(f.func, f.args + tuple(args), {**f.keywords, **(kwargs or {})})
         elif t is types.BuiltinFunctionType:
             for override in _builtin_call_overrides:
                 result = override(f, args, kwargs or {})
@@ -218,6 +260,8 @@ def _unwrap(f: Any) -> tuple[types.FunctionType, Any]:
     """(plain function, bound self or None) behind a function, method, callable or Function."""
     if hasattr(f, "python_function"):
         f = f.python_function
+    if isinstance(f, (staticmethod, functools.partial)):
+        return _unwrap(f.__func__ if isinstance(f, staticmethod) else f.func)
     if isinstance(f, types.MethodType):
         return f.__func__, f.__self__
     if isinstance(f, types.FunctionType):
@@ -233,12 +277,19 @@ def convert(f: Callable, *, strict: bool = False) -> Callable:
     """Returns the converted form of `f` (function, bound method or callable object).
 
     Objects marked `__autograph_do_not_convert__` and library functions come
-    back unchanged. With `strict=False` (what `ta.function` uses) a function
+    back unchanged; a `functools.partial` comes back as a partial of the
+    converted function, a staticmethod as its converted function, and a
+    function behind a library decorator (`@torch.no_grad()`) as the
+    decorator's wrapper around the converted function. With `strict=False` (what `ta.function` uses) a function
     that cannot be converted (no source, unsupported syntax) runs as-is
     after one warning; with `strict=True` that raises ConversionError.
     """
     if getattr(f, _DO_NOT_CONVERT, False):
         return f
+    if isinstance(f, functools.partial):
+        return functools.partial(convert(f.func, strict=strict), *f.args, **f.keywords)
+    if isinstance(f, staticmethod):
+        return convert(f.__func__, strict=strict)
     fn, self_ = _unwrap(f)
     converted = _converted_function(fn, strict)
     if converted is fn:

@@ -21,7 +21,7 @@ from torch_autograph.autograph.converters import (asserts, break_statements, cal
                                                   conditional_expressions, continue_statements,
                                                   control_flow, directives, functions, lists,
                                                   logical_expressions, return_statements,
-                                                  variables)
+                                                  slices, variables)
 from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_info, parser,
                                             reaching_definitions, transformer)
 
@@ -33,7 +33,8 @@ from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_inf
 _PER_SCOPE_EARLY = ((break_statements, (gast.Break, gast.For, gast.While)),
                     (continue_statements, (gast.Continue,)),
                     (return_statements, (gast.Return,)))
-_WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute, gast.AugAssign)), (call_trees, (gast.Call,)))
+_WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute, gast.AugAssign, gast.Delete)),
+               (slices, (gast.Subscript,)), (call_trees, (gast.Call,)))
 _WHOLE_TREE_LATE = ((conditional_expressions, (gast.IfExp,)),
                     (logical_expressions, (gast.BoolOp, gast.UnaryOp, gast.Compare)))
 

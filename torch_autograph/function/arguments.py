@@ -45,7 +45,11 @@ def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> to
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(value)
     elif isinstance(value, (int, float, bool, list)):
-        value = torch.tensor(value, dtype=spec.dtype)
+        try:
+            value = torch.tensor(value, dtype=spec.dtype)
+        except (ValueError, TypeError) as e:  # a ragged list, or elements that are not numbers
+            raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got "
+                            f"{short_repr(value)}, which is not a tensor: {e}") from None
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got {short_repr(value)}")
     if not spec.is_compatible_with(value):

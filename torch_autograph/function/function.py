@@ -67,11 +67,13 @@ class Function:
                  max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False,
                  _instance: Any = None) -> None:
         _check_options(jit_compile, cuda_graphs, freeze_captures)
+        _check_callable(python_function)
         self._python_function = python_function
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
         self._instance_ref = _instance
-        self._name = name or getattr(python_function, "__name__", type(python_function).__name__)
+        self._name = name or getattr(getattr(python_function, "func", python_function), "__name__",
+                                     type(python_function).__name__)
         self._max_traces = max_traces
         self._options = dict(input_signature=input_signature, autograph=autograph, reduce_retracing=reduce_retracing,
                              jit_compile=jit_compile, name=name, max_traces=max_traces, cuda_graphs=cuda_graphs,
@@ -378,6 +380,16 @@ def _is_method_definition(fn: Any) -> bool:
     return bool(params) and params[0] in ("self", "cls")
 
 
+def _check_callable(fn: Any) -> None:
+    """A generator or coroutine function cannot be a graph: TypeError rather than a generator object."""
+    kind = ("an async function" if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn) else
+            "a generator function" if inspect.isgeneratorfunction(fn) else None)
+    if kind is not None:
+        raise TypeError(f"ta.function cannot compile {getattr(fn, '__qualname__', fn)!r}: it is {kind}, and a graph "
+                        "returns tensors, it cannot suspend. Call it from inside a ta.function instead (a generator "
+                        "then runs while tracing), or make it a plain function.")
+
+
 def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> None:
     if jit_compile not in (False, True, "auto"):
         raise ValueError(f"jit_compile must be False, True or 'auto', got {jit_compile!r}")
@@ -459,7 +471,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
     grad mode retraces. `Function.trace_history()` says why each trace happened.
     """
 
-    def wrap(f: Callable) -> Function:
+    def wrap(f: Callable) -> Any:
+        if isinstance(f, (staticmethod, classmethod)):
+            # Bound (or not) by the method object's own rule; the Function compiles what it wraps.
+            return type(f)(wrap(f.__func__))
         if isinstance(f, (Function, BoundFunction)):
             f = f.python_function
         return Function(f, input_signature=input_signature, autograph=autograph,

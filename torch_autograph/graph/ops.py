@@ -37,6 +37,7 @@ class Effect(enum.Flag):
     RUNS_PYTHON = enum.auto()  # runs Python at every call: ta.print, ta.py_function, a staged optimizer step
     RAISES = enum.auto()  # a run-time check: raises when its condition is false, so it always runs
     UNKNOWN = enum.auto()  # may write anything it reads (control flow whose sub-graphs have effects)
+    MAY_NOT_END = enum.auto()  # a loop not known to terminate: run even when its results are unused
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
     if current() is None or not _is_staged_method(f):
         return NotImplemented
     fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
-    return py_function(fn, args, name=label_of(f))
+    return py_function(fn, args, Tout=None, name=label_of(f))
 
 
 def call_module(module: Any, args: tuple, kwargs: dict) -> Any:

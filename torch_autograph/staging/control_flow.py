@@ -7,8 +7,9 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -16,6 +17,7 @@ from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.dispatch import RETURN_VALUE_LABEL
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin
+from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Op, OpKind, SourceLocation, ValueKind
 from ..tracing import cond as cond_module
 from ..tracing import lists
@@ -26,7 +28,7 @@ from ..tracing.locations import user_location
 from ..tracing.shape_inference import Meta
 from ..tracing.tensor import GraphTensor, record_with_meta
 from .python_builtins import BUILTINS
-from .iteration import is_scalar, iteration
+from .iteration import is_scalar, iteration, python_sequence
 
 def location(origin: Origin | None) -> SourceLocation | None:
     if origin is None:
@@ -48,6 +50,9 @@ class TorchStagingBackend:
 
     def is_staged(self, value: Any) -> bool:
         return isinstance(value, GraphTensor)
+
+    def writes_in_place(self, value: Any) -> bool:
+        return isinstance(value, (GraphTensor, torch.Tensor)) and not isinstance(value, GraphList)
 
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
@@ -82,11 +87,15 @@ class TorchStagingBackend:
 
             return run
 
-        result = cond_module.cond(pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names), origin=location(origin))
+        with _endless_recursion_named(origin):
+            result = cond_module.cond(pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names),
+                                      origin=location(origin))
         return _restore(result, raw["t"]) if "t" in raw else result
 
     def if_exp(self, pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return cond_module.cond(pred, true_thunk, false_thunk, names=("<if expression>",), origin=location(origin))
+        with _endless_recursion_named(origin):
+            return cond_module.cond(pred, true_thunk, false_thunk, names=("<if expression>",),
+                                    origin=location(origin))
 
     def and_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
         return cond_module.cond(left, right_thunk, lambda: left, names=("<and>",), origin=location(origin))
@@ -149,7 +158,7 @@ class TorchStagingBackend:
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
         out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars), names=("iteration",) + tuple(names),
                             shape_invariants=invariants, maximum_iterations=options.get("maximum_iterations"),
-                            origin=location(origin), require_iteration=require)
+                            origin=location(origin), require_iteration=require, bounded=True)
         assert len(out) == n_vars + 1
         return tuple(out[1:])
 
@@ -165,6 +174,9 @@ class TorchStagingBackend:
 
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         return lists.pop(target, *args)
+
+    def sequence_getitem(self, target: Any, index: Any, origin: Origin) -> Any:
+        return python_sequence(target, location(origin), "getitem")[1](index)
 
     def list_insert(self, target: Any, index: Any, element: Any, origin: Origin) -> Any:
         return lists.insert(target, index, element)
@@ -209,6 +221,24 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
             if key in names:
                 out[list(names).index(key)] = shape
     return out
+
+
+@contextlib.contextmanager
+def _endless_recursion_named(origin: Origin) -> Iterator[None]:
+    """RecursionError while tracing the branches of a graph `if`: say why, at the user's line.
+
+    Both branches of a graph `if` are traced, so a recursive call in one of
+    them recurses at trace time whatever the condition: recursion must stop on
+    a Python value.
+    """
+    try:
+        yield
+    except RecursionError:
+        raise OperatorNotAllowedInGraphError(
+            f"maximum recursion depth exceeded while tracing the branches of the `if` at {origin} "
+            f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced, and a "
+            "recursive call in a branch recurses without end while tracing. Stop the recursion on a Python value "
+            "(e.g. a depth argument), or write it as a loop.") from None
 
 
 class _ListMutated(Exception):

@@ -60,7 +60,8 @@ def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callab
         start = iterable.start
         return n, lambda k: (k + start if not (isinstance(start, int) and start == 0) else k, get(k))
     if isinstance(iterable, LazyZip):
-        parts = [iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else _python_sequence(it, origin)
+        parts = [iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else
+                 python_sequence(it, origin, "zip")
                  for it in iterable.iterables]
         n = parts[0][0]
         for m, _ in parts[1:]:
@@ -72,15 +73,22 @@ def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callab
     raise TypeError(f"cannot iterate over {iterable!r} in a graph loop{' at ' + str(origin) if origin else ''}")
 
 
-def _python_sequence(it: Any, origin: SourceLocation | None) -> tuple[int, Callable[[Any], Any]]:
-    """(length, element getter) of a Python iterable zipped with a graph one: read at a run-time index."""
+def python_sequence(it: Any, origin: SourceLocation | None, what: str) -> tuple[int, Callable[[Any], Any]]:
+    """(length, element getter) of a Python iterable read at a run-time index (zipped with a graph
+    iterable, or indexed by a run-time value: `what` says which, for the message)."""
     items = list(it)
     if items and all(isinstance(v, (GraphTensor, torch.Tensor)) for v in items):
         graph_list = lists.new_list(items)
         return len(items), lambda k: lists.getitem(graph_list, k)
     if all(type(v) in (bool, int, float) for v in items) and len({type(v) for v in items}) <= 1:
         constants = tuple(items)
-        return len(items), lambda k: call_python(operator.getitem, constants, k)
+        # The element's type is known; the index is not (inferring it could try an index out of range).
+        meta = Meta({bool: torch.bool, float: torch.float64}.get(type(items[0]) if items else int, torch.int64),
+                    (), None, ValueKind.SCALAR)
+        return len(items), lambda k: record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"),
+                                                      (constants, k), {}, meta)
     where = f" at {origin}" if origin else ""
-    raise TypeError(f"cannot zip {type(it).__name__} {it!r} with a graph iterable{where}: only tensors or Python "
-                    f"numbers of one type can be read at a run-time index. Make it a tensor.")
+    action = (f"cannot zip {type(it).__name__} {it!r} with a graph iterable" if what == "zip" else
+              f"cannot read {type(it).__name__} {it!r} at an index known only when the graph runs")
+    raise TypeError(f"{action}{where}: only tensors or Python numbers of one type can be read at a run-time index. "
+                    f"Make it a tensor.")

@@ -35,7 +35,7 @@ def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
             f"{type(optimizer).__name__}.step() was called while tracing{' at ' + str(loc) if loc else ''}: it "
             f"would run once, now, with the gradients of an earlier call, instead of at every call of the graph. "
             f"Fix: let AutoGraph convert the function (ta.function(autograph=True), the default), which stages "
-            f"optimizer.step() to run when the graph runs, or call ta.py_function(optimizer.step) instead.")
+            f"optimizer.step() to run when the graph runs, or call ta.py_function(optimizer.step, [], Tout=None) instead.")
 
 
 class _Hooks:

@@ -186,7 +186,11 @@ class GraphTensor:
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        return format(repr(self), spec)
+        if spec:  # f"{x:.3f}" asks for the number, which exists only when the graph runs
+            raise not_allowed(self, f"formatting a graph tensor with {spec!r}",
+                              "print it when the graph runs with ta.print(...), or format the returned value "
+                              "outside the function")
+        return repr(self)
 
 
 class _BoundMethod:

@@ -148,15 +148,19 @@ def label_of(fn: Callable) -> str:
     return f"{type(owner).__name__}.{name}" if owner is not None else name
 
 
-def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = None, name: str | None = None) -> Any:
+_REQUIRED: Any = object()
+
+
+def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = _REQUIRED, name: str | None = None) -> Any:
     """Call `func(*inp)` eagerly at every call of the graph (TensorFlow's `tf.py_function`).
 
     Args:
         func: any Python callable; it receives real tensors (and the other
             values of `inp` as they are).
         inp: the arguments.
-        Tout: None (no result), a `torch.dtype`, a `ta.TensorSpec` (dtype and
-            shape), or a list of them; results are converted to these dtypes.
+        Tout: required: None (no result: whatever `func` returns is dropped),
+            a `torch.dtype`, a `ta.TensorSpec` (dtype and shape), or a list of
+            them; results are converted to these dtypes.
         name: shown in the graph.
 
     Outside a trace it simply calls `func`. Inside one it records a stateful
@@ -164,6 +168,10 @@ def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = None, name:
     call is opaque Python (no shape inference, no fusion).
     """
     label = name or label_of(func)
+    if Tout is _REQUIRED:
+        raise TypeError(f"ta.py_function({label}, ...) needs Tout: the type of what {label} returns (a torch.dtype, "
+                        "a ta.TensorSpec or a list of them), or Tout=None if it returns nothing: the graph must know "
+                        "its outputs before it runs.")
     target = _PyFunction(func, Tout, label)
     return run_or_record(Op(OpKind.FUNCTION, target, label, effects=Effect.RUNS_PYTHON), tuple(inp), {},
                          _metas(Tout) if current() is not None else None)

@@ -36,13 +36,13 @@ Printed form::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import torch
 
 from .. import nest
-from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
+from ..graph import Effect, Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..graph.walkers import fits
 from . import lists
@@ -59,7 +59,7 @@ from .trace import TraceState
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,
                names: Sequence[str] | None = None, shape_invariants: dict[int, Any] | None = None,
                maximum_iterations: Any = None, origin: SourceLocation | None = None,
-               require_iteration: Sequence[int] = ()) -> tuple:
+               require_iteration: Sequence[int] = (), bounded: bool = False) -> tuple:
     """`while cond_fn(*vars): vars = body_fn(*vars)`, as a graph `while` when the condition is a graph value.
 
     Args:
@@ -72,6 +72,10 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
         maximum_iterations: stop after this many iterations.
         require_iteration: indices of UNSET loop vars (first assigned in the body)
             whose later use needs the loop to have run once: a run-time check.
+        bounded: the caller knows the loop ends (a `for` over a range or a
+            tensor). Otherwise, without `maximum_iterations`, the node is
+            kept even when its results are unused: Python would not return
+            from a loop that never ends either.
 
     Returns:
         The final loop variables as a tuple.
@@ -92,7 +96,7 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
                      for i, v in enumerate(loop_vars))
         try:
             return _structured_while(state, cond_fn, body_fn, tops, names, shape_invariants or {},
-                                     maximum_iterations, origin, require_iteration)
+                                     maximum_iterations, origin, require_iteration, bounded)
         except _ListGrew as grew:
             # A Python list appended to in the loop body: undo the trace-time appends and carry
             # it as a graph list instead.
@@ -119,7 +123,7 @@ class _UnsetTakesStructure(Exception):
 
 def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
                       names: tuple, invariants: dict, maximum_iterations: Any, origin: SourceLocation | None,
-                      require_iteration: Sequence[int]) -> tuple:
+                      require_iteration: Sequence[int], bounded: bool) -> tuple:
     """Flatten nested loop variables to leaves, run the leaf-level loop, pack the results."""
     chunks = [nest.flatten(v) for v in tops]
     leaf_names, leaf_top, flat = [], [], []
@@ -167,7 +171,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     inferred: dict[int, Any] = {}
     for _ in range(8):
         result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                            maximum_iterations, origin, promote, leaf_require, refined, inferred)
+                            maximum_iterations, origin, promote, leaf_require, refined, inferred, bounded)
         if not isinstance(result, _Retrace):
             return pack(result)
         promote.update(result.promote)
@@ -214,7 +218,7 @@ class _Changes:
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
-               refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
+               refined: dict[int, Value], inferred: dict[int, Any], bounded: bool) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
     for i, v in enumerate(loop_vars):
@@ -301,7 +305,8 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
     eliminate_dead_code(cb.graph)
     eliminate_dead_code(bb.graph)
-    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin)
+    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin,
+                       bounded)
 
 
 def _promoted(v: Any, like: Value) -> Any:
@@ -425,7 +430,7 @@ def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tupl
 
 def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
                 iterated: Value | None, required: list[int], names: Sequence[str] | None, maximum_iterations: Any,
-                origin: SourceLocation | None) -> tuple:
+                origin: SourceLocation | None, bounded: bool) -> tuple:
     """Record the `while` node (and the run-time check of `required` variables); return the final values."""
     max_iter = maximum_iterations
     if isinstance(max_iter, GraphTensor):
@@ -446,6 +451,8 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     extra = (max_iter,) if isinstance(max_iter, Value) else ()
     op = control_op(WhileOp(loop_values, max_iter, checks_iteration=iterated is not None), "while",
                     [n for g in (cb.graph, bb.graph) for n in g.nodes])
+    if not bounded and max_iter is None:
+        op = replace(op, effects=op.effects | Effect.MAY_NOT_END)
     node = Node(op,
                 (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
                 subgraphs=(cb.graph, bb.graph))

@@ -71,6 +71,9 @@ class StagingBackend(Protocol):
         Must be cheap: it is called on every operator evaluation while tracing.
         """
 
+    def writes_in_place(self, value: Any) -> bool:
+        """True if `value[key] = v` is an operation the graph records (a tensor), not Python state."""
+
     def cond(self, pred: Any, true_fn: Callable[..., Vars], false_fn: Callable[..., Vars],
              init_vars: Vars, names: Sequence[str], origin: Origin) -> Vars:
         """Staged `if`: trace both `true_fn(*init_vars)` and `false_fn(*init_vars)`.
@@ -130,6 +133,9 @@ class StagingBackend(Protocol):
     def list_pop(self, target: Any, args: tuple, origin: Origin) -> tuple[Any, Any]:
         """`target.pop(*args)` on a staged list; returns (new list, element)."""
 
+    def sequence_getitem(self, target: Any, index: Any, origin: Origin) -> Any:
+        """`target[index]` of a Python list or tuple at a staged index: the element read at run time."""
+
     def list_insert(self, target: Any, index: Any, element: Any, origin: Origin) -> Any:
         """`target.insert(index, element)` on a staged list; returns the new list."""
 
@@ -181,6 +187,12 @@ def is_staged(value: Any) -> bool:
     if backend is None or type(value) in PLAIN_TYPES:
         return False
     return backend.is_staged(value)
+
+
+def writes_in_place(value: Any) -> bool:
+    """True if a backend is registered and says item stores into `value` are graph operations."""
+    backend = _registry.backend
+    return backend is not None and backend.writes_in_place(value)
 
 
 def staged_any(values: Iterable[Any]) -> bool:

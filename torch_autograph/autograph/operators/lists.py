@@ -90,6 +90,19 @@ def list_iadd(target: Any, items: Any) -> Any:
     return target
 
 
+def get_item(target: Any, index: Any) -> Any:
+    """`target[index]`; a list or tuple read at a staged index asks the backend (the index exists only later)."""
+    if type(index) in _PLAIN or type(target) not in _SEQUENCES:
+        return target[index]
+    b = _registry.backend
+    if b is None or not b.is_staged(index):
+        return target[index]
+    return b.sequence_getitem(target, index, dispatch.caller_origin())
+
+
+_SEQUENCES = frozenset({list, tuple})
+
+
 def new_list(iterable: Iterable[Any] = ()) -> list:
     """`list(iterable)`: a fresh Python list (the backend turns it into a graph list when needed)."""
     return list(iterable)

@@ -101,8 +101,28 @@ def st_attr(obj: Any, name: str, value: Any) -> None:
             _store_failed(e, f"attribute '{name}' of {type(obj).__name__!r} object", name, value)
 
 
+class _InPlace:
+    """The state slot of an item of a tensor: a store into it is an operation the graph records.
+
+    `z[1] = v` on a tensor is already an in-place write in program order,
+    inside the branch or loop body that does it; carrying `z[1]` as state
+    too would write it again at each iteration and after the loop, changing
+    a tensor autograd saved for the backward pass.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "IN_PLACE"
+
+
+IN_PLACE = _InPlace()
+
+
 def ld_item(obj: Any, key: Any) -> Any:
-    """`obj[key]`, or Undefined if there is no such item."""
+    """`obj[key]`, or Undefined if there is no such item; IN_PLACE for an item of a tensor."""
+    if type(obj) not in dispatch.PLAIN_TYPES and dispatch.writes_in_place(obj):
+        return IN_PLACE
     try:
         return obj[key]
     except (KeyError, IndexError):
@@ -110,7 +130,9 @@ def ld_item(obj: Any, key: Any) -> Any:
 
 
 def st_item(obj: Any, key: Any, value: Any) -> None:
-    """`obj[key] = value` (deletes it for Undefined; no-op if already that object)."""
+    """`obj[key] = value` (deletes it for Undefined; no-op if already that object, or IN_PLACE)."""
+    if value is IN_PLACE:
+        return
     try:
         current = obj[key]
     except (KeyError, IndexError):

@@ -114,7 +114,10 @@ def parse_entity(f: Callable) -> ParsedEntity:
     if f.__name__ == "<lambda>":
         return ParsedEntity(_find_lambda(f, filename), filename, f.__name__)
     try:
-        lines, first_lineno = inspect.getsourcelines(f)
+        # The code's own source: for a `functools.wraps` wrapper, inspect would
+        # follow `__wrapped__` to the wrapped function's.
+        lines, first_lineno = inspect.getsourcelines(
+            f.__code__ if hasattr(f, "__wrapped__") else f)
     except (OSError, TypeError) as e:
         raise SourceNotFoundError(f"Unable to locate the source code of {f!r}: {e}") from e
     try:
