@@ -47,6 +47,10 @@ class Staged:
     def __len__(self):
         raise OperatorNotAllowedInGraphError(f"len() of {self!r} while staging")
 
+    def __getitem__(self, index):
+        # Reading a staged list or tensor gives a staged element (a graph getitem).
+        return Staged(self.v[unwrap(index)])
+
 
 def _binary(op: Callable) -> tuple[Callable, Callable]:
     def forward(self, other):
@@ -113,8 +117,26 @@ class FakeBackend:
     def cond(self, pred, true_fn, false_fn, init_vars, names, origin):
         self.calls["cond"] += 1
         self.origins.append(origin)
+        # A Python list a branch changes in place would be changed by both traces: like a graph
+        # list, it becomes a staged value (trace again from the list as it was).
+        lists = {i: v[:] for i, v in enumerate(init_vars) if type(v) is list}
+
+        def changed() -> list:
+            return [i for i, items in lists.items() if len(init_vars[i]) != len(items)
+                    or any(a is not b for a, b in zip(init_vars[i], items))]
+
         ok_t, out_t = _try(true_fn, *init_vars)
-        ok_f, out_f = _try(false_fn, *init_vars)
+        moved = changed()
+        if not moved:
+            ok_f, out_f = _try(false_fn, *init_vars)
+            moved = changed()
+        if moved:
+            init_vars = list(init_vars)
+            for i in moved:
+                init_vars[i][:] = lists[i]
+                init_vars[i] = Staged(list(lists[i]))
+            ok_t, out_t = _try(true_fn, *init_vars)
+            ok_f, out_f = _try(false_fn, *init_vars)
         taken_ok, taken = (ok_t, out_t) if self._truth(pred) else (ok_f, out_f)
         if not taken_ok:
             raise taken

@@ -3,11 +3,27 @@
 `programs()` is a Hypothesis strategy for the source of a function
 `prog(a, b, c)` built from nested if/elif/else, bounded while loops, for
 loops over range, break, continue, early return, and/or/not, ternaries,
-chained comparisons and a few builtins (abs, min, max). Every program
-terminates (loops have counters or small ranges) and raises nothing on int
-inputs, so its result can be compared across the original, the converted
-code on ints, and the converted code on staged values (or real tensors:
-the lead reuses this with `torch.tensor` inputs).
+chained comparisons and a few builtins (abs, min, max), plus the constructs
+of `FEATURES`:
+
+- closures: a nested def and a lambda reading `x` and `y` (called inside
+  loops and branches that change them), a nested def assigning `z` through
+  `nonlocal`;
+- lists: a local list grown and shrunk with `append`, `pop` (as a statement
+  and inside expressions), `insert` and `del l[i]`, read at computed indices;
+- try: `try`/`except`/`else`/`finally` with break, continue and return inside
+  (none in `finally`), a helper that always raises, also while a `return`
+  evaluates its value;
+- recursion: a module-level and a nested recursive helper with a Python base
+  case;
+- decorated: a helper behind a `functools.wraps` decorator;
+- fall_off: a helper that reaches its end without `return` on some paths
+  (decided by a Python value).
+
+Every program terminates (loops have counters or small ranges) and raises
+nothing on int inputs, so its result can be compared across the original,
+the converted code on ints, and the converted code on staged values (or real
+tensors: the graph fuzz reuses this with `torch.tensor` inputs).
 
 Hypothesis draws one seeded `random.Random` per program and `generate`
 builds the program from it: drawing every token through Hypothesis made
@@ -28,21 +44,89 @@ PARAMS = ("a", "b", "c")
 LOCALS = ("x", "y", "z")
 VARS = PARAMS + LOCALS
 MAX_DEPTH = 3
+FEATURES = frozenset({"closures", "lists", "try", "recursion", "decorated", "fall_off"})
 _CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+# Module-level helpers, emitted before `prog` when a feature uses them.
+_PRELUDE = {
+    "decorated": '''\
+import functools
+
+
+def logged(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+@logged
+def dist(v, w):
+    if v > w:
+        return v - w
+    return w - v
+''',
+    "recursion": '''\
+def rec_sum(v, d):
+    if d <= 0:
+        return v
+    return rec_sum(v + d, d - 1)
+''',
+    "fall_off": '''\
+def third(v, k):
+    for i in range(k):
+        if i == 2:
+            return v + i
+''',
+    "try": '''\
+def fail(v):
+    raise ValueError(v)
+''',
+}
+
+# Definitions at the top of `prog`, after x, y, z.
+_PROG_DEFS = {
+    "closures": ["def get_x():", "    return x", "get_y = lambda: y", "def bump_z(k):",
+                 "    nonlocal z", "    z = z + k"],
+    "recursion": ["def countdown(v, d):", "    if d <= 0:", "        return v",
+                  "    return countdown(v - 1, d - 1)"],
+    "lists": ["l = [a, b + 1]"],
+}
 
 
 class ProgramGenerator:
     """Builds one program from a random source (see module docstring)."""
 
-    def __init__(self, rng: random.Random, max_depth: int = MAX_DEPTH):
+    def __init__(self, rng: random.Random, max_depth: int = MAX_DEPTH,
+                 features: frozenset = FEATURES):
         self.rng = rng
         self.max_depth = max_depth
+        self.features = features
         self.counter = itertools.count()
+        self.no_jumps = 0  # > 0 inside `finally`: no break/continue/return there
+
+    def atom(self, extra: tuple) -> str:
+        r, f = self.rng, self.features
+        calls = []
+        if "closures" in f:
+            calls += ["get_x()", "get_y()"]
+        if "recursion" in f:
+            calls += [f"rec_sum({r.choice(VARS)}, {r.randint(0, 3)})",
+                      f"countdown({r.choice(VARS)}, {r.randint(0, 3)})"]
+        if "decorated" in f:
+            calls.append(f"dist({r.choice(VARS)}, {r.choice(VARS + extra)})")
+        if "fall_off" in f:
+            calls.append(f"(third({r.choice(VARS)}, {r.randint(1, 4)}) or 0)")
+        if "lists" in f:
+            calls.append("len(l)")
+        if calls and r.random() < 0.15:
+            return r.choice(calls)
+        return r.choice(VARS + extra) if r.random() < 0.7 else str(r.randint(-3, 5))
 
     def int_expr(self, depth: int, extra: tuple) -> str:
         r = self.rng
         if depth >= 2 or r.random() < 0.45:
-            return r.choice(VARS + extra) if r.random() < 0.7 else str(r.randint(-3, 5))
+            return self.atom(extra)
         sub = lambda: self.int_expr(depth + 1, extra)  # noqa: E731
         kind = r.choice(("add", "sub", "mulk", "floordiv", "mod", "ternary", "abs", "minmax",
                          "neg"))
@@ -79,25 +163,41 @@ class ProgramGenerator:
             return f"({sub()} or {sub()})"
         return f"(not {sub()})"
 
-    def block(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
+    def block(self, indent: int, depth: int, in_loop: bool, extra: tuple,
+              in_try: bool = False) -> list[str]:
         n = self.rng.randint(1, 3 if depth == 0 else 2)
-        return [line for _ in range(n) for line in self.stmt(indent, depth, in_loop, extra)]
+        return [line for _ in range(n)
+                for line in self.stmt(indent, depth, in_loop, extra, in_try)]
 
-    def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
-        r, pad = self.rng, "    " * indent
-        kinds = ["assign", "assign", "augassign", "return"]
+    def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple,
+             in_try: bool = False) -> list[str]:
+        r, pad, f = self.rng, "    " * indent, self.features
+        kinds = ["assign", "assign", "augassign"]
+        if not self.no_jumps:
+            kinds.append("return")
         if depth < self.max_depth:
             kinds += ["if", "ifelse", "elif", "while", "for"]
-        if in_loop:
+            if "try" in f:
+                kinds.append("try")
+        if in_loop and not self.no_jumps:
             kinds += ["break", "continue"]
+        if "closures" in f:
+            kinds.append("bump")
+        if "lists" in f:
+            kinds += ["append", "pop", "pop_expr", "insert", "del", "index"]
+        if in_try:
+            # Only directly in a `try` block: a raise under a tensor `if` inside it would be
+            # traced whichever way the condition goes.
+            kinds += ["fail"] + ([] if self.no_jumps else ["fail_return"])
         kind = r.choice(kinds)
         expr = lambda: self.int_expr(0, extra)  # noqa: E731
         cond = lambda: self.bool_expr(0, extra)  # noqa: E731
         body = lambda: self.block(indent + 1, depth + 1, in_loop, extra)  # noqa: E731
+        var = r.choice(VARS)
         if kind == "assign":
-            return [f"{pad}{r.choice(VARS)} = {expr()}"]
+            return [f"{pad}{var} = {expr()}"]
         if kind == "augassign":
-            return [f"{pad}{r.choice(VARS)} {r.choice(('+=', '-='))} {expr()}"]
+            return [f"{pad}{var} {r.choice(('+=', '-='))} {expr()}"]
         if kind in ("break", "continue"):
             return [f"{pad}if {cond()}:", f"{pad}    {kind}"]
         if kind == "return":
@@ -109,6 +209,16 @@ class ProgramGenerator:
         if kind == "elif":
             return ([f"{pad}if {cond()}:"] + body() + [f"{pad}elif {cond()}:"] + body()
                     + [f"{pad}else:"] + body())
+        if kind == "try":
+            return self.try_stmt(indent, depth, in_loop, extra)
+        if kind == "bump":
+            return [f"{pad}bump_z({expr()})"]
+        if kind in ("append", "pop", "pop_expr", "insert", "del", "index"):
+            return self.list_stmt(kind, pad, var, expr)
+        if kind == "fail":
+            return [f"{pad}{var} = {var} + fail({expr()})"]
+        if kind == "fail_return":
+            return [f"{pad}return (fail({expr()}), x, y)"]
         k = f"k{next(self.counter)}"
         inner = self.block(indent + 1, depth + 1, True, extra + (k,))
         if kind == "while":
@@ -118,21 +228,56 @@ class ProgramGenerator:
         stop = f"({expr()}) % 4" if r.random() < 0.5 else str(r.randint(0, 3))
         return [f"{pad}for {k} in range({stop}):"] + inner
 
+    def list_stmt(self, kind: str, pad: str, var: str, expr: Callable[[], str]) -> list[str]:
+        """A statement on the list `l` (kept short: every loop is small)."""
+        r = self.rng
+        if kind == "append":
+            return [f"{pad}l.append({var} + {expr()})"]
+        if kind == "pop":
+            where = r.choice(("", "0", "-1"))
+            return [f"{pad}if len(l) > 0:", f"{pad}    {var} = {var} + l.pop({where})"]
+        if kind == "pop_expr":
+            return [f"{pad}if len(l) > 1:", f"{pad}    {var} = l.pop() - l.pop(0) + {var}"]
+        if kind == "insert":
+            return [f"{pad}l.insert({r.randint(0, 2)}, {var} - {expr()})"]
+        if kind == "del":
+            return [f"{pad}if len(l) > 1:", f"{pad}    del l[{r.choice((0, -1))}]"]
+        return [f"{pad}if len(l) > 0:", f"{pad}    {var} = {var} + l[({expr()}) % len(l)]"]
+
+    def try_stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
+        r, pad = self.rng, "    " * indent
+        lines = [f"{pad}try:"] + self.block(indent + 1, depth + 1, in_loop, extra, True)
+        lines += [f"{pad}except ValueError:"] + self.block(indent + 1, depth + 1, in_loop, extra)
+        if r.random() < 0.3:
+            lines += [f"{pad}else:"] + self.block(indent + 1, depth + 1, in_loop, extra)
+        if r.random() < 0.6:
+            # A jump in `finally` would cancel a pending return: not generated.
+            self.no_jumps += 1
+            lines += [f"{pad}finally:"] + self.block(indent + 1, depth + 1, in_loop, extra)
+            self.no_jumps -= 1
+        return lines
+
     def program(self) -> str:
+        prelude = [_PRELUDE[k] for k in sorted(_PRELUDE) if k in self.features]
         lines = ["def prog(a, b, c):", "    x = 0", "    y = 1", "    z = a"]
+        for key in sorted(_PROG_DEFS):
+            if key in self.features:
+                lines += ["    " + line for line in _PROG_DEFS[key]]
         lines += self.block(1, 0, False, ())
+        if "lists" in self.features:
+            lines.append("    z = z + len(l) * 100 + sum(l)")
         lines += ["    return (x, y, z)"]
-        return "\n".join(lines) + "\n"
+        return "\n\n".join(prelude + ["\n".join(lines)]) + "\n"
 
 
-def generate(rng: random.Random, max_depth: int = MAX_DEPTH) -> str:
+def generate(rng: random.Random, max_depth: int = MAX_DEPTH, features: frozenset = FEATURES) -> str:
     """The source of one program drawn from `rng`."""
-    return ProgramGenerator(rng, max_depth).program()
+    return ProgramGenerator(rng, max_depth, features).program()
 
 
-def programs(max_depth: int = MAX_DEPTH) -> st.SearchStrategy[str]:
+def programs(max_depth: int = MAX_DEPTH, features: frozenset = FEATURES) -> st.SearchStrategy[str]:
     """Hypothesis strategy: sources of `def prog(a, b, c)` ending with `return (x, y, z)`."""
-    return st.randoms(use_true_random=True).map(lambda rng: generate(rng, max_depth))
+    return st.randoms(use_true_random=True).map(lambda rng: generate(rng, max_depth, features))
 
 
 _ids = itertools.count()

@@ -291,7 +291,8 @@ def test_functions_prepares_signature():
 
 def test_lists_on_attributes_and_constant_subscripts():
     # The new list is stored back with st_attr / st_item (a no-op for a plain list,
-    # which list_append mutates and returns); a variable subscript is left alone.
+    # which list_append mutates and returns), in loops and out of them; a variable
+    # subscript is left alone.
     assert convert("""
         def f(self, x, obj, i):
             self.out.append(x)
@@ -305,7 +306,7 @@ def test_lists_on_attributes_and_constant_subscripts():
             return y
     """, lists) == expect("""
         def f(self, x, obj, i):
-            self.out.append(x)
+            ag__.st_attr(self, 'out', ag__.list_append(self.out, x))
             for v in x:
                 ag__.st_attr(self, 'out', ag__.list_append(self.out, v))
                 ag__.st_attr(obj.a, 'b', ag__.list_append(obj.a.b, v))

@@ -65,8 +65,8 @@ class TorchStagingBackend:
             # Another Python list (of numbers) changed in place: the same, from its value before the branch.
             converted = list(init_vars)
             for i, items in mutated.snapshots.items():
-                init_vars[i][:] = items
-                converted[i] = _as_graph_list(init_vars[i], names[i], origin)
+                seen, init_vars[i][:] = init_vars[i][:], items
+                converted[i] = _as_graph_list(init_vars[i], seen, names[i], origin)
             return self._cond(pred, true_fn, false_fn, tuple(converted), names, origin)
 
     def _cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
@@ -252,9 +252,10 @@ def _changed(items: list, before: list) -> bool:
     return len(items) != len(before) or any(a is not b for a, b in zip(items, before))
 
 
-def _as_graph_list(items: list, name: str, origin: Origin) -> GraphList:
+def _as_graph_list(items: list, seen: list, name: str, origin: Origin) -> GraphList:
+    """`items` as a graph list; `seen`, what a branch left in it, gives an empty list its element type."""
     try:
-        return lists.new_list(items)
+        return lists.new_list(items, like=seen)
     except TypeError as e:
         raise TypeError(f"'{name}' is a Python list changed in place in a branch of the `if` at {origin} "
                         f"(`{origin.source_line}`), whose condition is a graph value: {e}. Only a list of "
@@ -263,5 +264,6 @@ def _as_graph_list(items: list, name: str, origin: Origin) -> GraphList:
 
 
 def _is_tensor_list(v: Any) -> bool:
-    return type(v) is list and all(isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, GraphList)
+    # Not an empty list: a branch that fills it says what it holds (see `_ListMutated`).
+    return type(v) is list and bool(v) and all(isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, GraphList)
                                    for x in v)

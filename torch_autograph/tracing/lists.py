@@ -187,12 +187,43 @@ def _record(op_fn: Any, name: str, args: tuple, meta: Any, writes: bool) -> Any:
     return record_with_meta(Op(OpKind.FUNCTION, op_fn, name, effects=effects), args, {}, meta)
 
 
-def new_list(items: list) -> GraphList:
-    """A graph list holding `items` (tensors or graph tensors), created afresh at every call."""
+def _element_meta(x: Any) -> Any:
+    """The dtype, shape and device of a tensor element (a Value, or None), recording nothing.
+
+    `x` may come from a branch trace that was abandoned: only its metadata is read.
+    """
+    if isinstance(x, GraphTensor):
+        v = x._value
+        return v if v.kind is ValueKind.TENSOR else None
+    if isinstance(x, torch.Tensor):
+        return Value("_", x.dtype, tuple(x.shape), x.device)
+    return None
+
+
+def _number_element(item: Any, like: Any) -> torch.Tensor:
+    """A Python number as a 0-d tensor element: of the list's dtype when that holds it exactly."""
+    dtype = getattr(like, "dtype", None)
+    fits = dtype is not None and (dtype.is_floating_point or (type(item) is not float and dtype != torch.bool)
+                                  or (type(item) is bool and dtype == torch.bool))
+    return torch.tensor(item, dtype=dtype) if fits else torch.tensor(item)
+
+
+def new_list(items: list, like: list = ()) -> GraphList:
+    """A graph list holding `items` (tensors, graph tensors or Python numbers), created afresh at every call.
+
+    Python numbers become 0-d tensors of the other elements' dtype (when it
+    holds them exactly), as when they are appended. An empty list takes its
+    element type from `like` (what a first trace saw it hold), if given.
+    """
     state = current()
     elem = None
-    # Python numbers become 0-d tensors, as when they are appended.
-    items = [torch.tensor(it) if type(it) in (int, float, bool) else it for it in items]
+    metas = [m for m in map(_element_meta, list(items) + list(like)) if m is not None]
+    first = metas[0] if metas else None
+    items = [_number_element(it, first) if type(it) in (int, float, bool) else it for it in items]
+    if not items and like:
+        m = first or _element_meta(_number_element(like[0], None))
+        if m is not None:
+            return _as_list(_record(list_new, "list", (), _list_meta(m.dtype, m.shape, m.device), writes=False))
     for it in items:
         v = state.to_value(it)
         if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
@@ -221,7 +252,7 @@ def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
     state = current()
     if isinstance(item, (int, float, bool)):
-        item = torch.tensor(item)
+        item = _number_element(item, lst._value)
     v = state.to_value(item)
     if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
         item = torch.tensor(item)
@@ -234,7 +265,7 @@ def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
     state = current()
     if isinstance(item, (int, float, bool)):
-        item = torch.tensor(item)
+        item = _number_element(item, lst._value)
     v = state.to_value(item)
     if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
         item = torch.tensor(item)

@@ -1,8 +1,11 @@
-"""Makes list mutations explicit state so lists can grow in tensor loops.
+"""Makes list mutations explicit state so lists can grow and shrink in tensor loops.
 
     for x in xs:                       for x in xs:
         l.append(x)           ->           l = ag__.list_append(l, x)
         y = l.pop()                        l, y = ag__.list_pop(l)
+        s += l.pop(0)                      s += ag__.list_popped((popped := ag__.list_pop(l, 0)), (l := popped[0]))
+        l.insert(0, x)                     l = ag__.list_insert(l, 0, x)
+        del l[i]                           l = ag__.list_delitem(l, i)
         l.extend(x)                        l = ag__.list_extend(l, x)
         l += [x]                           l = ag__.list_iadd(l, [x])
         self.out.append(x)                 ag__.st_attr(self, 'out', ag__.list_append(self.out, x))
@@ -10,11 +13,19 @@
                                            ag__.st_attr(self, 'out', list_)
         self.out += [x]                    self.out = ag__.list_iadd(self.out, [x])
 
-`append` and `pop` are rewritten inside if/while/for bodies, `extend` and
-`+= <list display or comprehension>` everywhere (after a loop the list may
-be a graph list, which has `append`/`pop` methods but no `extend`/`+=`). A
-`+=` whose right side is not visibly a list (`l += other`, `i += 1`) is left
-to Python; on a graph list it raises an error that says to use `extend`.
+Every statement is rewritten, not only those in loops and branches: after a
+tensor loop or `if` the list may be a graph list, whose mutations return the
+list after them. A `pop` inside an expression rebinds the list where Python
+pops it (an assignment expression; `popped` lives inside that expression
+only, so the analyses ignore it). Where an assignment expression would bind
+in a scope of its own or run lazily (a lambda, a comprehension, the branches
+of a conditional expression, the right side of `and`/`or`, a `while`
+condition) a `pop` stays as written: a graph list's own `pop` method still
+pops when the graph runs, but a Python list popped there under a tensor
+condition is popped while tracing. A `+=` whose right side is not visibly a
+list (`l += other`, `i += 1`) is left to Python; on a graph list it raises
+an error that says to use `extend`. `del d['key']` (a string key: a dict
+entry) keeps Python's own `del`.
 
 A simple name is rewritten when it is local to the function (a parameter or
 assigned in it): it then counts as modified, so control_flow threads it
@@ -89,32 +100,20 @@ def _local_names(fn: gast.AST) -> set[str]:
 class _ListTransformer(transformer.Transformer):
     def __init__(self, ctx: transformer.ConversionContext) -> None:
         self.ctx = ctx
-        self.depth = 0  # how many if/while/for bodies enclose the current statement
         self.local: set[str] = set()
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
-        saved, self.depth = (self.depth, self.local), 0
-        self.local = _local_names(node)
+        saved, self.local = self.local, _local_names(node)
         self.generic_visit(node)
-        self.depth, self.local = saved
+        self.local = saved
         return node
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _visit_control(self, node: gast.stmt) -> gast.stmt:
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
-        return node
-
-    visit_If = visit_For = _visit_control
-
     def visit_While(self, node: gast.While) -> gast.stmt:
         # Not the test: it runs in its own generated function, where rebinding a list is lost.
-        self.depth += 1
         node.body = self._block(node.body)
         node.orelse = self._block(node.orelse)
-        self.depth -= 1
         return node
 
     def _block(self, stmts: list) -> list:
@@ -141,7 +140,7 @@ class _ListTransformer(transformer.Transformer):
 
     def visit_Call(self, node: gast.Call) -> gast.expr:
         self.generic_visit(node)
-        pop = _method_call(node, "pop") if self.depth else None
+        pop = _method_call(node, "pop")
         if pop is None or len(pop[1]) > 1 or not self._rewritable(pop[0]):
             return node
         target, args = pop
@@ -165,41 +164,19 @@ class _ListTransformer(transformer.Transformer):
         return not isinstance(target, gast.Name) or target.id in self.local
 
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:
-        # extend / += also after a loop, where a graph list has no method for them (append and pop do).
-        extend = _method_call(node.value, "extend")
-        if extend is not None and len(extend[1]) == 1 and self._rewritable(extend[0]):
-            target, (items,) = extend
-            new = _store(target, templates.replace_as_expression(
-                "ag__.list_extend(l, x)", l=_load(target), x=items))
-            return transformer.copy_location(new, node)
-        if self.depth:
-            append = _method_call(node.value, "append")
-            if append is not None and len(append[1]) == 1 and self._rewritable(append[0]):
-                target, (element,) = append
-                element = self.visit(element)
-                new = _store(target, templates.replace_as_expression(
-                    "ag__.list_append(l, x)", l=_load(target), x=element))
-                return transformer.copy_location(new, node)
-            pop = _method_call(node.value, "pop")
-            if pop is not None and len(pop[1]) <= 1 and self._rewritable(pop[0]):
-                target, args = pop
-                popped = templates.replace_as_expression(
-                    "ag__.list_pop(l, args)[0]", l=_load(target),
-                    args=args[0] if args else "placeholder_")
-                return transformer.copy_location(_store(target, _drop_placeholder(popped)), node)
-            insert = _method_call(node.value, "insert")
-            if insert is not None and len(insert[1]) == 2 and self._rewritable(insert[0]):
-                target, (index, element) = insert
-                index, element = self.visit(index), self.visit(element)
-                new = _store(target, templates.replace_as_expression(
-                    "ag__.list_insert(l, i, x)", l=_load(target), i=index, x=element))
-                return transformer.copy_location(new, node)
-            return self.generic_visit(node)
-        return node
+        for method, arity, template in _STATEMENT_FORMS:
+            call = _method_call(node.value, method)
+            if call is not None and len(call[1]) in arity and self._rewritable(call[0]):
+                target, args = call
+                args = [self.visit(a) for a in args]
+                if method == "pop":
+                    args = args or ["placeholder_"]
+                new = templates.replace_as_expression(template, l=_load(target),
+                                                      **dict(zip(("x", "y"), args)))
+                return transformer.copy_location(_store(target, _drop_placeholder(new)), node)
+        return self.generic_visit(node)
 
     def visit_Delete(self, node: gast.Delete) -> list:
-        if not self.depth:
-            return node
         out = []
         for t in node.targets:
             if (isinstance(t, gast.Subscript) and qual_names.from_node(t.value) is not None
@@ -218,13 +195,13 @@ class _ListTransformer(transformer.Transformer):
                 and qual_names.from_node(node.target) is not None and self._rewritable(node.target)):
             value = templates.replace_as_expression("ag__.list_iadd(l, x)", l=_load(node.target), x=node.value)
             return transformer.copy_location(gast.Assign(targets=[node.target], value=value), node)
-        return self.generic_visit(node) if self.depth else node
+        return self.generic_visit(node)
 
     def visit_Assign(self, node: gast.Assign) -> list:
-        pop = _method_call(node.value, "pop") if self.depth else None
+        pop = _method_call(node.value, "pop")
         if (pop is None or len(pop[1]) > 1 or len(node.targets) != 1
                 or not isinstance(node.targets[0], gast.Name) or not self._rewritable(pop[0])):
-            return self.generic_visit(node) if self.depth else node
+            return self.generic_visit(node)
         target, args = pop
         args = args[0] if args else "placeholder_"
         if isinstance(target, gast.Name):
@@ -236,6 +213,14 @@ class _ListTransformer(transformer.Transformer):
                                     y=node.targets[0], target=_load(target), args=args)
             new.append(_store(target, transformer.name(popped)))
         return transformer.copy_location([_drop_placeholder(s) for s in new], node)
+
+
+# (method, numbers of arguments, the call that returns the list after it) for a statement
+# `l.method(...)`, which becomes `l = <call>`.
+_STATEMENT_FORMS = (("append", (1,), "ag__.list_append(l, x)"),
+                    ("extend", (1,), "ag__.list_extend(l, x)"),
+                    ("insert", (2,), "ag__.list_insert(l, x, y)"),
+                    ("pop", (0, 1), "ag__.list_pop(l, x)[0]"))
 
 
 def _load(target: gast.expr) -> object:
