@@ -42,6 +42,18 @@ class InaccessibleTensorError(ValueError):
     """
 
 
+class StagedBranchError(TorchAutographError):
+    """An exception was raised while tracing one branch of an `if` whose condition is a graph value.
+
+    Both branches of such an `if` (or conditional expression, `and`, `or`) are
+    traced, so the exception would be raised whichever way the condition goes,
+    and a `try` around the `if` would catch it while tracing: the original
+    exception is the `__cause__`.
+    Fixes: raise on a Python condition; for a graph condition use `assert`
+    (a check when the graph runs); or catch the exception inside the branch.
+    """
+
+
 class InvalidArgumentError(TorchAutographError):
     """A check inside a graph failed when the graph ran.
 

@@ -163,14 +163,11 @@ class ProgramGenerator:
             return f"({sub()} or {sub()})"
         return f"(not {sub()})"
 
-    def block(self, indent: int, depth: int, in_loop: bool, extra: tuple,
-              in_try: bool = False) -> list[str]:
+    def block(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         n = self.rng.randint(1, 3 if depth == 0 else 2)
-        return [line for _ in range(n)
-                for line in self.stmt(indent, depth, in_loop, extra, in_try)]
+        return [line for _ in range(n) for line in self.stmt(indent, depth, in_loop, extra)]
 
-    def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple,
-             in_try: bool = False) -> list[str]:
+    def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         r, pad, f = self.rng, "    " * indent, self.features
         kinds = ["assign", "assign", "augassign"]
         if not self.no_jumps:
@@ -185,10 +182,6 @@ class ProgramGenerator:
             kinds.append("bump")
         if "lists" in f:
             kinds += ["append", "pop", "pop_expr", "insert", "del", "index"]
-        if in_try:
-            # Only directly in a `try` block: a raise under a tensor `if` inside it would be
-            # traced whichever way the condition goes.
-            kinds += ["fail"] + ([] if self.no_jumps else ["fail_return"])
         kind = r.choice(kinds)
         expr = lambda: self.int_expr(0, extra)  # noqa: E731
         cond = lambda: self.bool_expr(0, extra)  # noqa: E731
@@ -215,10 +208,6 @@ class ProgramGenerator:
             return [f"{pad}bump_z({expr()})"]
         if kind in ("append", "pop", "pop_expr", "insert", "del", "index"):
             return self.list_stmt(kind, pad, var, expr)
-        if kind == "fail":
-            return [f"{pad}{var} = {var} + fail({expr()})"]
-        if kind == "fail_return":
-            return [f"{pad}return (fail({expr()}), x, y)"]
         k = f"k{next(self.counter)}"
         inner = self.block(indent + 1, depth + 1, True, extra + (k,))
         if kind == "while":
@@ -229,24 +218,32 @@ class ProgramGenerator:
         return [f"{pad}for {k} in range({stop}):"] + inner
 
     def list_stmt(self, kind: str, pad: str, var: str, expr: Callable[[], str]) -> list[str]:
-        """A statement on the list `l` (kept short: every loop is small)."""
+        """A statement on the list `l`, which always keeps an element (so a graph list of it
+        knows its element type; every loop is small, so it stays short too)."""
         r = self.rng
         if kind == "append":
             return [f"{pad}l.append({var} + {expr()})"]
         if kind == "pop":
             where = r.choice(("", "0", "-1"))
-            return [f"{pad}if len(l) > 0:", f"{pad}    {var} = {var} + l.pop({where})"]
+            return [f"{pad}if len(l) > 1:", f"{pad}    {var} = {var} + l.pop({where})"]
         if kind == "pop_expr":
-            return [f"{pad}if len(l) > 1:", f"{pad}    {var} = l.pop() - l.pop(0) + {var}"]
+            return [f"{pad}if len(l) > 2:", f"{pad}    {var} = l.pop() - l.pop(0) + {var}"]
         if kind == "insert":
             return [f"{pad}l.insert({r.randint(0, 2)}, {var} - {expr()})"]
         if kind == "del":
             return [f"{pad}if len(l) > 1:", f"{pad}    del l[{r.choice((0, -1))}]"]
-        return [f"{pad}if len(l) > 0:", f"{pad}    {var} = {var} + l[({expr()}) % len(l)]"]
+        return [f"{pad}{var} = {var} + l[({expr()}) % len(l)]"]
 
     def try_stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         r, pad = self.rng, "    " * indent
-        lines = [f"{pad}try:"] + self.block(indent + 1, depth + 1, in_loop, extra, True)
+        var = r.choice(VARS)
+        expr = lambda: self.int_expr(0, extra)  # noqa: E731
+        # A raise comes first in the block: after a jump under a tensor `if` it would move
+        # into that `if`'s other branch, where tracing raises it whichever way the `if` goes.
+        fail = [[], [f"{pad}    {var} = {var} + fail({expr()})"]]
+        if not self.no_jumps:
+            fail.append([f"{pad}    return (fail({expr()}), x, y)"])
+        lines = [f"{pad}try:"] + r.choice(fail) + self.block(indent + 1, depth + 1, in_loop, extra)
         lines += [f"{pad}except ValueError:"] + self.block(indent + 1, depth + 1, in_loop, extra)
         if r.random() < 0.3:
             lines += [f"{pad}else:"] + self.block(indent + 1, depth + 1, in_loop, extra)

@@ -412,3 +412,91 @@ def test_a_ragged_list_argument_is_named():
     concrete = ta.function(identity).get_concrete_function(ta.TensorSpec([None, None]))
     with pytest.raises(TypeError, match=r"argument x expected a tensor matching .* got \[\[1, 2, 3\], \[1\]\]"):
         concrete([[1, 2, 3], [1]])
+
+
+# -- try/else after a jump, exceptions raised while tracing a branch ----------------------------------
+
+
+def fail(v):
+    raise ValueError(v)
+
+
+def return_in_try_skips_else(a, b):
+    x = 0
+    try:
+        if b > a:
+            return a, x
+        x = x + fail(a)
+    except ValueError:
+        x = x + 1
+    else:
+        x = x + 100  # never: the body returned or raised
+    finally:
+        x = x + 10
+    for i in range(3):
+        try:
+            if i == 1:
+                break
+        finally:
+            x = x + 1
+    return b, x
+
+
+def break_in_try_skips_else(x, n):
+    for i in range(n):
+        try:
+            if i == 1:
+                break
+            x = x * 2
+        except ValueError:
+            x = x - 100
+        else:
+            x = x + 1
+        finally:
+            x = x + 10
+    return x
+
+
+def test_else_of_a_try_does_not_run_after_return_or_break():
+    # (With tensors the raise after the tensor `if` is refused: see the next test.)
+    convert = ta.autograph.to_graph(return_in_try_skips_else)
+    assert convert(1, 2) == return_in_try_skips_else(1, 2) == (1, 0)
+    assert convert(2, 1) == return_in_try_skips_else(2, 1) == (1, 13)
+    assert three_ways(break_in_try_skips_else, 1.5, 3) == 24.0
+
+
+def raises_in_a_tensor_branch(a, b):
+    try:
+        if b > a:
+            return a
+        return fail(a)  # the raising line
+    except ValueError:
+        return b
+
+
+def test_an_exception_raised_while_tracing_one_branch_is_not_caught_as_if_that_branch_ran():
+    import pytest
+    from torch_autograph import errors
+    assert raises_in_a_tensor_branch(1, 2) == 1 and raises_in_a_tensor_branch(2, 1) == 1
+    with pytest.raises(errors.StagedBranchError) as e:
+        ta.function(raises_in_a_tensor_branch)(torch.tensor(1), torch.tensor(2))
+    assert isinstance(e.value.__cause__, ValueError)
+    assert "ValueError: GraphTensor('a'" in str(e.value) and "was raised while tracing a branch of the `if`" in str(e.value)
+    assert line_of(raises_in_a_tensor_branch, "if b > a") in str(e.value)
+
+
+def list_grown_in_nested_tensor_branches(a, b, c):
+    l = [a, b + 1]
+    n = a * 0
+    if c < 0:
+        for k in range(3):
+            if a >= k:
+                l.append(b - k)
+    l.append(n + len(l))  # a run-time int once `l` is a graph list
+    return torch.stack(l), sum(l)
+
+
+def test_lists_grown_in_nested_tensor_branches_hold_run_time_numbers_too():
+    for c in (-1, 1):
+        assert_matches_eager(list_grown_in_nested_tensor_branches, torch.tensor(2), torch.tensor(5),
+                             torch.tensor(c))

@@ -7,9 +7,8 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
-import contextlib
 import operator
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -17,14 +16,15 @@ from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.dispatch import RETURN_VALUE_LABEL
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin
-from ..errors import OperatorNotAllowedInGraphError
+from ..errors import (InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError,
+                      TorchAutographError)
 from ..graph import Op, OpKind, SourceLocation, ValueKind
 from ..tracing import cond as cond_module
 from ..tracing import lists
 from ..tracing import while_loop as while_module
 from ..tracing.branches import UNSET
 from ..tracing.lists import GraphList
-from ..tracing.locations import user_location
+from ..tracing.locations import is_library_file, map_generated, user_location
 from ..tracing.shape_inference import Meta
 from ..tracing.tensor import GraphTensor, record_with_meta
 from .python_builtins import BUILTINS
@@ -77,7 +77,9 @@ class TorchStagingBackend:
         def branch(fn: Callable, key: str) -> Callable[[], tuple]:
             def run() -> tuple:
                 out = tuple(fn(*init_vars))
-                changed = {i: items for i, items in snapshots.items() if _changed(init_vars[i], items)}
+                # Changed in place, or replaced by a graph list (an inner `if` or loop changed it).
+                changed = {i: items for i, items in snapshots.items()
+                           if _changed(init_vars[i], items) or isinstance(out[i], GraphList)}
                 if changed:
                     raise _ListMutated(changed)
                 raw[key] = out
@@ -87,21 +89,21 @@ class TorchStagingBackend:
 
             return run
 
-        with _endless_recursion_named(origin):
-            result = cond_module.cond(pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names),
-                                      origin=location(origin))
+        result = _both_branches(origin, lambda: cond_module.cond(
+            pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names), origin=location(origin)))
         return _restore(result, raw["t"]) if "t" in raw else result
 
     def if_exp(self, pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any], origin: Origin) -> Any:
-        with _endless_recursion_named(origin):
-            return cond_module.cond(pred, true_thunk, false_thunk, names=("<if expression>",),
-                                    origin=location(origin))
+        return _both_branches(origin, lambda: cond_module.cond(
+            pred, true_thunk, false_thunk, names=("<if expression>",), origin=location(origin)))
 
     def and_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return cond_module.cond(left, right_thunk, lambda: left, names=("<and>",), origin=location(origin))
+        return _both_branches(origin, lambda: cond_module.cond(
+            left, right_thunk, lambda: left, names=("<and>",), origin=location(origin)))
 
     def or_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return cond_module.cond(left, lambda: left, right_thunk, names=("<or>",), origin=location(origin))
+        return _both_branches(origin, lambda: cond_module.cond(
+            left, lambda: left, right_thunk, names=("<or>",), origin=location(origin)))
 
     def not_(self, value: Any, origin: Origin) -> Any:
         if value._value.kind is ValueKind.SCALAR:
@@ -223,22 +225,43 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
     return out
 
 
-@contextlib.contextmanager
-def _endless_recursion_named(origin: Origin) -> Iterator[None]:
-    """RecursionError while tracing the branches of a graph `if`: say why, at the user's line.
+def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
+    """An exception raised by user code while tracing the branches of a graph `if`: say why, at its line.
 
-    Both branches of a graph `if` are traced, so a recursive call in one of
-    them recurses at trace time whatever the condition: recursion must stop on
-    a Python value.
+    Both branches of a graph `if` are traced, so what one of them raises is
+    raised whichever way the condition goes: a RecursionError is a recursion
+    whose base case depends on a graph value; any other exception raised by
+    the user's code (not by torch or this library) becomes StagedBranchError,
+    which a user's `except` meant for the taken branch does not catch.
     """
     try:
-        yield
+        return trace()
     except RecursionError:
         raise OperatorNotAllowedInGraphError(
             f"maximum recursion depth exceeded while tracing the branches of the `if` at {origin} "
             f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced, and a "
             "recursive call in a branch recurses without end while tracing. Stop the recursion on a Python value "
             "(e.g. a depth argument), or write it as a loop.") from None
+    except (TorchAutographError, OperatorNotAllowedInGraphError, InaccessibleTensorError, _ListMutated):
+        raise
+    except Exception as e:
+        if not _raised_by_user_code(e):
+            raise
+        raise StagedBranchError(
+            f"{type(e).__name__}: {e} was raised while tracing a branch of the `if` at {origin} "
+            f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced and the "
+            "exception is raised whichever branch runs. Raise on a Python condition, use `assert` for a check "
+            "when the graph runs, or catch the exception inside the branch.") from e
+
+
+def _raised_by_user_code(e: BaseException) -> bool:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    filename = tb.tb_frame.f_code.co_filename
+    return map_generated(filename, tb.tb_lineno) is not None or not is_library_file(filename)
 
 
 class _ListMutated(Exception):

@@ -77,7 +77,7 @@ def python_sequence(it: Any, origin: SourceLocation | None, what: str) -> tuple[
     """(length, element getter) of a Python iterable read at a run-time index (zipped with a graph
     iterable, or indexed by a run-time value: `what` says which, for the message)."""
     items = list(it)
-    if any(isinstance(v, (GraphTensor, torch.Tensor)) for v in items) and all(
+    if any(isinstance(v, (GraphTensor, torch.Tensor)) and not is_scalar(v) for v in items) and all(
             isinstance(v, (GraphTensor, torch.Tensor)) or type(v) in (bool, int, float) for v in items):
         graph_list = lists.new_list(items)
         return len(items), lambda k: lists.getitem(graph_list, k)

@@ -200,11 +200,18 @@ def _element_meta(x: Any) -> Any:
     return None
 
 
+def _is_number(item: Any) -> bool:
+    """A Python number, or one known only when the graph runs (a run-time scalar)."""
+    return type(item) in (int, float, bool) or (isinstance(item, GraphTensor) and item._value.kind is ValueKind.SCALAR)
+
+
 def _number_element(item: Any, like: Any) -> torch.Tensor:
-    """A Python number as a 0-d tensor element: of the list's dtype when that holds it exactly."""
+    """A (run-time) Python number as a 0-d tensor element: of the list's dtype when that holds it exactly."""
     dtype = getattr(like, "dtype", None)
-    fits = dtype is not None and (dtype.is_floating_point or (type(item) is not float and dtype != torch.bool)
-                                  or (type(item) is bool and dtype == torch.bool))
+    kind = type(item) if not isinstance(item, GraphTensor) else {torch.bool: bool, torch.float64: float}.get(
+        item._value.dtype, int)
+    fits = dtype is not None and (dtype.is_floating_point or (kind is not float and dtype != torch.bool)
+                                  or (kind is bool and dtype == torch.bool))
     return torch.tensor(item, dtype=dtype) if fits else torch.tensor(item)
 
 
@@ -219,9 +226,9 @@ def new_list(items: list, like: list = ()) -> GraphList:
     elem = None
     metas = [m for m in map(_element_meta, list(items) + list(like)) if m is not None]
     first = metas[0] if metas else None
-    items = [_number_element(it, first) if type(it) in (int, float, bool) else it for it in items]
+    items = [_number_element(it, first) if _is_number(it) else it for it in items]
     if not items and like:
-        m = first or _element_meta(_number_element(like[0], None))
+        m = first or _element_meta(_number_element(like[0], None) if _is_number(like[0]) else like[0])
         if m is not None:
             return _as_list(_record(list_new, "list", (), _list_meta(m.dtype, m.shape, m.device), writes=False))
     for it in items:
@@ -251,7 +258,7 @@ def _as_list(g: GraphTensor) -> GraphList:
 def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
     state = current()
-    if isinstance(item, (int, float, bool)):
+    if _is_number(item):
         item = _number_element(item, lst._value)
     v = state.to_value(item)
     if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
@@ -264,7 +271,7 @@ def append(lst: GraphList, item: Any) -> GraphList:
 def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
     state = current()
-    if isinstance(item, (int, float, bool)):
+    if _is_number(item):
         item = _number_element(item, lst._value)
     v = state.to_value(item)
     if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:

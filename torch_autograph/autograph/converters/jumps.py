@@ -85,7 +85,13 @@ class Lowering:
         if isinstance(s, gast.If):
             s.body, s.orelse = self.block(s.body), self.block(s.orelse)
         elif isinstance(s, gast.Try):
+            jumps_out = any(contains(b, self.jump, self.enter_loops) for b in s.body)
             s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            if jumps_out and s.orelse:
+                # Python runs `else:` only when the body ended normally, not by the jump.
+                guard = gast.If(test=transformer.not_expr(transformer.name(self.flag)),
+                                body=s.orelse, orelse=[])
+                s.orelse = [transformer.copy_location(guard, s.orelse[0])]
             s.finalbody = self.block(s.finalbody)
             for h in s.handlers:
                 h.body = self.block(h.body)
