@@ -23,7 +23,9 @@ of `FEATURES`:
 Every program terminates (loops have counters or small ranges) and raises
 nothing on int inputs, so its result can be compared across the original,
 the converted code on ints, and the converted code on staged values (or real
-tensors: the graph fuzz reuses this with `torch.tensor` inputs).
+tensors: the graph fuzz reuses this with `torch.tensor` inputs). With
+`floats=True` the same program divides with `/` instead of `//`, so that it
+is differentiable on float tensors (the graph fuzz compares gradients).
 
 Hypothesis draws one seeded `random.Random` per program and `generate`
 builds the program from it: drawing every token through Hypothesis made
@@ -98,10 +100,11 @@ class ProgramGenerator:
     """Builds one program from a random source (see module docstring)."""
 
     def __init__(self, rng: random.Random, max_depth: int = MAX_DEPTH,
-                 features: frozenset = FEATURES):
+                 features: frozenset = FEATURES, floats: bool = False):
         self.rng = rng
         self.max_depth = max_depth
         self.features = features
+        self.div = " / " if floats else " // "  # the only token `floats` changes
         self.counter = itertools.count()
         self.no_jumps = 0  # > 0 inside `finally`: no break/continue/return there
 
@@ -137,7 +140,7 @@ class ProgramGenerator:
         if kind == "mulk":
             return f"({sub()} * {r.randint(-2, 3)})"
         if kind == "floordiv":
-            return f"({sub()} // {r.randint(1, 3)})"
+            return f"({sub()}{self.div}{r.randint(1, 3)})"
         if kind == "mod":
             return f"({sub()} % {r.randint(2, 5)})"
         if kind == "ternary":
@@ -214,7 +217,7 @@ class ProgramGenerator:
             # The counter is bumped first so `continue` cannot skip it.
             return ([f"{pad}{k} = 0", f"{pad}while {k} < {r.randint(0, 4)} and {cond()}:",
                      f"{pad}    {k} += 1"] + inner)
-        stop = f"({expr()}) % 4" if r.random() < 0.5 else str(r.randint(0, 3))
+        stop = f"int({expr()}) % 4" if r.random() < 0.5 else str(r.randint(0, 3))
         return [f"{pad}for {k} in range({stop}):"] + inner
 
     def list_stmt(self, kind: str, pad: str, var: str, expr: Callable[[], str]) -> list[str]:
@@ -232,7 +235,7 @@ class ProgramGenerator:
             return [f"{pad}l.insert({r.randint(0, 2)}, {var} - {expr()})"]
         if kind == "del":
             return [f"{pad}if len(l) > 1:", f"{pad}    del l[{r.choice((0, -1))}]"]
-        return [f"{pad}{var} = {var} + l[({expr()}) % len(l)]"]
+        return [f"{pad}{var} = {var} + l[int({expr()}) % len(l)]"]
 
     def try_stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         r, pad = self.rng, "    " * indent
@@ -267,14 +270,28 @@ class ProgramGenerator:
         return "\n\n".join(prelude + ["\n".join(lines)]) + "\n"
 
 
-def generate(rng: random.Random, max_depth: int = MAX_DEPTH, features: frozenset = FEATURES) -> str:
-    """The source of one program drawn from `rng`."""
-    return ProgramGenerator(rng, max_depth, features).program()
+def generate(rng: random.Random, max_depth: int = MAX_DEPTH, features: frozenset = FEATURES,
+             floats: bool = False) -> str:
+    """The source of one program drawn from `rng`; `floats`: `/` for `//` (differentiable on floats)."""
+    return ProgramGenerator(rng, max_depth, features, floats).program()
+
+
+def generate_pair(seed: int, max_depth: int = MAX_DEPTH, features: frozenset = FEATURES) -> tuple[str, str]:
+    """The same program twice: for ints, and with `/` for `//` for float tensors and gradients."""
+    return (generate(random.Random(seed), max_depth, features),
+            generate(random.Random(seed), max_depth, features, floats=True))
 
 
 def programs(max_depth: int = MAX_DEPTH, features: frozenset = FEATURES) -> st.SearchStrategy[str]:
     """Hypothesis strategy: sources of `def prog(a, b, c)` ending with `return (x, y, z)`."""
     return st.randoms(use_true_random=True).map(lambda rng: generate(rng, max_depth, features))
+
+
+def program_pairs(max_depth: int = MAX_DEPTH,
+                  features: frozenset = FEATURES) -> st.SearchStrategy[tuple[str, str]]:
+    """Hypothesis strategy: `generate_pair` of a drawn seed."""
+    return st.randoms(use_true_random=True).map(
+        lambda rng: generate_pair(rng.getrandbits(64), max_depth, features))
 
 
 _ids = itertools.count()

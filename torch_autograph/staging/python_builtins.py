@@ -6,6 +6,7 @@ argument parser would reject a run-time number.
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any, Callable
 
 import torch
@@ -66,10 +67,13 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
             return NotImplemented
         if not any(isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR for v in items):
             return call_python(builtin, *items)  # run-time Python numbers: Python's min/max
-        pick = torch.minimum if builtin is builtins.min else torch.maximum
+        # Python keeps the first extreme element: a later one wins only if strictly smaller (larger),
+        # so on a tie the gradient goes to the first one too.
+        better = operator.lt if builtin is builtins.min else operator.gt
         out = items[0]
         for it in items[1:]:
-            out = pick(*_as_tensors(out, it))
+            out, it = _as_tensors(out, it)
+            out = torch.where(better(it, out), it, out)
         return out
 
     return handler

@@ -30,7 +30,8 @@ from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predica
                        structure_repr, to_value, type_words, value_type, where)
 from .context import current
 from .locations import user_location
-from .tensor import GraphTensor
+from .shape_inference import Meta
+from .tensor import GraphTensor, record_with_meta
 from .trace import TraceState
 
 
@@ -122,6 +123,12 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
         vb = as_tensor_in(fb, b, va)
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
         va = as_tensor_in(tb, a, vb)
+    # A Python int on one side and a float on the other (known now or when the graph runs): the int
+    # becomes the float that equals it.
+    elif _number_dtype(va, ka) == torch.int64 and _number_dtype(vb, kb) == torch.float64:
+        va = _as_float(tb, a, va)
+    elif _number_dtype(vb, kb) == torch.int64 and _number_dtype(va, ka) == torch.float64:
+        vb = _as_float(fb, b, vb)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
         dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, f"'{name}'") \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
@@ -139,6 +146,22 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
                         f"`if`{where(origin)}.")
     out = _merged_value(state, name, _meta_of(va), _meta_of(vb))
     return va, vb, out
+
+
+def _number_dtype(v: Any, kind: str) -> Any:
+    """The dtype of a Python number or run-time scalar branch output, else None."""
+    if kind == "pyscalar":
+        return SCALAR_DTYPES[type(v)]
+    return v.dtype if kind == "scalar" else None
+
+
+def _as_float(branch: Branch, x: Any, v: Any) -> Any:
+    """`float(x)` for an int branch output: a Python float, or a run-time one recorded in the branch."""
+    if not isinstance(v, Value):
+        return float(v)
+    op = Op(OpKind.FUNCTION, float, "float", pure=True)
+    meta = Meta(torch.float64, (), None, ValueKind.SCALAR)
+    return branch.record(lambda: record_with_meta(op, (branch.state.to_graph_tensor(x),), {}, meta))._value
 
 
 def _meta_of(v: Any) -> Any:

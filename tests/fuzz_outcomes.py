@@ -1,0 +1,72 @@
+"""What a fuzzed program's run came to, and the tally the long fuzz runs report.
+
+Every outcome falls in one category. Four must stay at zero: a `mismatch`
+(a value, or a gradient, different from Python's or eager PyTorch's), an
+`internal error` (an exception that names no line of the program: a bug of
+ours), a `gradient failure` (backward fails where eager's works) and a
+`refusal` (a clear error, naming the program's line, for a program
+TensorFlow accepts). A `design rule: ...` is a refusal TensorFlow makes too
+(listed in DESIGN_RULES); `aliasing` is the documented difference of a
+Python number promoted to a tensor by a tensor `if` and then updated in place
+by `+=` (README, "Semantics worth knowing"); `eager raises` means eager
+PyTorch itself fails on the float program, which leaves nothing to compare.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+MUST_BE_ZERO = ("mismatch", "internal error", "gradient failure", "refusal")
+
+# Refusals that are TensorFlow's own rules for graph code: message fragment -> the rule.
+DESIGN_RULES = {
+    "must also be initialised in the": "a variable defined in one branch only of a tensor `if`",
+    "reaches its end without `return`": "a value or None returned depending on a tensor",
+    "was raised while tracing a branch": "an exception raised in one branch of a tensor `if`",
+    "maximum recursion depth exceeded while tracing": "recursion ending on a tensor condition",
+    "loop must iterate at least once": "a variable first defined in a loop that may not run",
+    "whose elements are unknown": "a list whose element type is unknown when it is read",
+    "before the loop, but shape": "a loop variable changing shape (shape invariants)",
+    "is None at the end of the": "None and a tensor merged by a tensor `if` or loop",
+    "a graph loop variable keeps its type": "a loop variable changing its type (int to float)",
+}
+
+
+def classify_error(error: BaseException) -> str:
+    """'design rule: ...', 'refusal' (a clear error at the program's line) or 'internal error'."""
+    text = str(error)
+    for fragment, rule in DESIGN_RULES.items():
+        if fragment in text:
+            return f"design rule: {rule}"
+    return "refusal" if "<fuzz program" in text else "internal error"
+
+
+_AUGMENTED = re.compile(r"^(\s*)([a-z]\w*) ([-+])= (.*)$", re.MULTILINE)
+
+
+def without_augmented_assignment(source: str) -> str:
+    """`v += e` -> `v = v + (e)`: the program with no in-place update (to tell aliasing apart)."""
+    return _AUGMENTED.sub(r"\1\2 = \2 \3 (\4)", source)
+
+
+class Tally:
+    """Counts per category, and the first program of each (to reproduce it)."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter = collections.Counter()
+        self.examples: dict = {}
+
+    def add(self, category: str, source: str = "", detail: str = "") -> None:
+        self.counts[category] += 1
+        self.examples.setdefault(category, (source, detail))
+
+    def failures(self) -> dict:
+        return {c: n for c, n in self.counts.items() if c in MUST_BE_ZERO}
+
+    def summary(self, title: str) -> str:
+        lines = [title] + [f"  {n:6d}  {c}" for c, n in sorted(self.counts.items())]
+        for c in self.failures():
+            source, detail = self.examples[c]
+            lines += [f"first {c}: {detail}", source]
+        return "\n".join(lines)
