@@ -24,7 +24,7 @@ test: $(STAMP)
 
 # The long randomised runs (10,000 programs each, 10,000 retraces): about 15 minutes on 2 cores.
 test-slow: $(STAMP)
-	$(PY) -m pytest tests -m slow
+	$(PY) -m pytest tests -m slow -s
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

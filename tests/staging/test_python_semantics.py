@@ -500,3 +500,26 @@ def test_lists_grown_in_nested_tensor_branches_hold_run_time_numbers_too():
     for c in (-1, 1):
         assert_matches_eager(list_grown_in_nested_tensor_branches, torch.tensor(2), torch.tensor(5),
                              torch.tensor(c))
+
+
+# -- numbers: int and float from the two branches, min/max of ints and floats, ties ------------------
+
+
+def int_or_float(x, n):
+    y = 2 if x.sum() > 0 else 0.5
+    k = len(range(n))  # a run-time int
+    z = k if x.sum() > 1 else k / 4
+    # max(k, 2.5) is an int or a float: the graph gives the float that equals it.
+    return x * y + z + max(k, 2.5) - min(k, 7)
+
+
+def min_max_ties(a, b):
+    return min(a, b) * 3 + max(a, b) * 5 + min(b, a, a * 2)
+
+
+def test_numbers_keep_python_values_and_eager_gradients():
+    for v in (1.0, 0.7, -1.0):
+        for n in (1, 3):
+            assert_matches_eager(int_or_float, torch.tensor([v, 0.5]), torch.tensor(n))
+    for a, b in ((2.0, 2.0), (1.0, 3.0), (3.0, 1.0)):
+        assert_matches_eager(min_max_ties, torch.tensor(a), torch.tensor(b))

@@ -66,7 +66,11 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
         if builtin not in (builtins.min, builtins.max) or not items:
             return NotImplemented
         if not any(isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR for v in items):
-            return call_python(builtin, *items)  # run-time Python numbers: Python's min/max
+            # Run-time Python numbers: Python's min/max. With ints and floats among them the result
+            # is either, which one graph value cannot be: all become floats (equal values).
+            if _has_number(items, float) and _has_number(items, int):
+                items = [to_scalar(v, float) if isinstance(v, GraphTensor) else float(v) for v in items]
+            return call_python(builtin, *items)
         # Python keeps the first extreme element: a later one wins only if strictly smaller (larger),
         # so on a tie the gradient goes to the first one too.
         better = operator.lt if builtin is builtins.min else operator.gt
@@ -77,6 +81,12 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
         return out
 
     return handler
+
+
+def _has_number(items: list, kind: type) -> bool:
+    """Whether `items` holds a Python number of type `kind` (an int or a float), now or at run time."""
+    dtype = {int: torch.int64, float: torch.float64}[kind]
+    return any(type(v) is kind or (is_scalar(v) and v._value.dtype == dtype) for v in items)
 
 
 def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
