@@ -40,9 +40,13 @@ class ConcreteFunction:
 
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
-                 size_check: Callable[[list], str | None] | None = None, notes: tuple = ()) -> None:
+                 size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
+                 checks_autograd: bool = False) -> None:
         self.graph = graph
-        self.size_check = size_check  # what tracing assumed about the sizes of None dims, checked per call
+        # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
+        # requires_grad / is_leaf), checked per call.
+        self.size_check = size_check
+        self.checks_autograd = checks_autograd
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"

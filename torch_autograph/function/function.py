@@ -189,8 +189,8 @@ class Function:
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None:
-            return
+        if key is None or cf.checks_autograd:
+            return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))
         if n_flat != len(positions):
@@ -219,14 +219,16 @@ class Function:
         if cf is not None:
             return cf
         with self._cache.lock:  # one trace per signature, however many threads ask at once
-            self._cache.last_broken = None
+            self._cache.last_broken = self._cache.broken_types = None
             cf = self._cache.find(key, values)
             if cf is not None:
                 return cf
             grad, types_ = key
             if self._cache.last_broken is not None and with_values:
-                # The general trace assumed something about sizes that this call breaks: one for its exact shapes.
-                types_ = tuple(resolve_device(sig.trace_type(v)) for v in bound.values())
+                # A general trace assumed something about sizes that this call breaks: another general trace,
+                # whose assumptions come from this call (e.g. one per parity of a size that tensor_split halves).
+                broken = self._cache.broken_types
+                types_ = broken if broken is not None else types_
             elif self._reduce_retracing:
                 types_ = self._cache.generalize(grad, types_)
             reasons = explain(self._cache.latest(), grad, types_, list(bound), self._monitor.traces, self._name)

@@ -107,14 +107,30 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         if not _has_tensors(bound):
             raise
         graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
-    size_check = state.symbols.guard_checker(graph.inputs)
+    size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
     options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
                              freeze_captures=choice.freeze_captures)
     compiled = choice.backend().compile(graph, options)
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
-                            notes=tuple(state.notes))
+                            notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions))
+
+
+def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[int, tuple[bool, bool]]) -> Any:
+    """`size_check` extended with the `requires_grad`/`is_leaf` answers traced code read on its inputs."""
+    if not assumed:
+        return size_check
+    checks = [(i, v.name, assumed[id(v)]) for i, v in enumerate(inputs) if id(v) in assumed]
+
+    def check(flat: list) -> str | None:
+        for i, name, (requires_grad, is_leaf) in checks:
+            t = flat[i]
+            if t.requires_grad != requires_grad or t.is_leaf != is_leaf:
+                return f"{name}.requires_grad is {requires_grad} and {name}.is_leaf is {is_leaf}"
+        return size_check(flat) if size_check is not None else None
+
+    return check
 
 
 def _has_tensors(bound: dict[str, Any]) -> bool:

@@ -49,6 +49,7 @@ class TraceCache:
         self.fast: dict[tuple, tuple["ConcreteFunction", tuple | None]] = {}
         self.mono: tuple | None = None
         self.last_broken: str | None = None  # why `find` last skipped a trace (a size assumption the call broke)
+        self.broken_types: tuple | None = None  # the trace types of that trace
 
     # ----- reading ------------------------------------------------------------------------
     @property
@@ -93,6 +94,7 @@ class TraceCache:
         broken = cf.sizes_break(bound) if bound is not None else None
         if broken is not None:
             self.last_broken = f"{cf.name} assumed {broken}"
+            self.broken_types = tuple(cf.arg_types.values())
         return broken is None
 
     def generalize(self, grad: bool, types_: tuple) -> tuple:

@@ -187,7 +187,9 @@ def _wrap(meta: Any, state: Any, op: Op, outputs: list[Value], unknown_grad: boo
         for d, size in enumerate(shape):
             if isinstance(size, torch.SymInt):
                 state.symbols.output_dim(size, value, d)
-        return state.wrap(value, requires_grad=meta.requires_grad, unknown_grad=unknown_grad), value
+        # Known when an argument known to require grad reaches it, or when it cannot require grad at all.
+        unknown = unknown_grad and not meta.requires_grad and (meta.dtype.is_floating_point or meta.dtype.is_complex)
+        return state.wrap(value, requires_grad=meta.requires_grad, unknown_grad=unknown), value
     if isinstance(meta, ScalarMeta):
         value = Value(state.fresh_name(op.name), meta.dtype, (), None, ValueKind.SCALAR, meta.example)
         outputs.append(value)
@@ -227,6 +229,8 @@ CONTROL_FLOW_FIX = (
     "let AutoGraph convert this code (the default with ta.function(autograph=True)) so that `if`/`while`/`for` "
     "over tensors become graph control flow, or use ta.cond / ta.while_loop; if the code is in a function "
     "AutoGraph did not convert (autograph=False, do_not_convert, or source not available), that is the cause")
+CONTAINS_FIX = ("Python turns the result of `in` into a bool at once; write the test as a tensor, "
+                "`(x == c).any()`, and branch on that (a converted `if` on a tensor becomes graph control flow)")
 VALUE_FIX = ("the value is only known when the graph runs; keep the computation in torch ops, "
              "or pass the value in as a Python argument")
 
@@ -245,7 +249,8 @@ def handle_graph_call(func: Callable, args: tuple, kwargs: dict) -> Any:
             if attr not in _RECORDED_ATTRS:
                 return _native(func, args, kwargs)
         elif name in _VALUE_READS:
-            fix = CONTROL_FLOW_FIX if name in ("__bool__", "__iter__") else VALUE_FIX
+            fix = CONTROL_FLOW_FIX if name in ("__bool__", "__iter__") else CONTAINS_FIX if name == "__contains__" \
+                else VALUE_FIX
             raise first.not_allowed(_VALUE_READS[name], fix, TypeError if name == "__iter__" else None)
         elif name in ("__repr__", "__str__"):
             return repr(first)

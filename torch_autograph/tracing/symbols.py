@@ -147,15 +147,18 @@ class SymbolTable:
 
     # ----- making symbols -------------------------------------------------------------------------
     def input_symbol(self, arg: str, dim: int, hint: int | None) -> torch.SymInt:
-        """A symbol for dim `dim` of input `arg`: backed by `hint` (the traced call's size) when given, else
-        unbacked (a size known to be >= 0 and nothing else). `bind_input` names its placeholder once made."""
-        if hint is None:
-            return self.fresh_size()
-        from torch.fx.experimental.symbolic_shapes import DimDynamic
+        """A symbol for dim `dim` of input `arg`: unbacked (a size known to be >= 0 and nothing else), so that
+        what the graph computes holds for every size. `bind_input` names its placeholder once made.
 
-        source = _DimSource(arg, dim)
-        symbol = self.env.create_symbol(hint, source, DimDynamic.DYNAMIC)
-        return self.env.create_symintnode(symbol, hint=hint, source=source)
+        With a `hint` (the traced call's size), code that must decide on the size (a library `if`, a number
+        of results) gets the hint's answer, and the decision becomes an assumption checked at each call
+        (torch's real-tensor propagation: a deferred runtime assert); nothing else is specialised.
+        """
+        sym = self.fresh_size()
+        if hint is not None:
+            _quiet_hint_logs()
+            self.env.set_real_tensor_prop_unbacked_vals(sym.node.expr, hint)
+        return sym
 
     def fresh_size(self) -> torch.SymInt:
         """A new size known only when the graph runs (>= 0): its source is set by whoever reads it."""
@@ -255,6 +258,20 @@ class SymbolTable:
         from .size_guards import compile_guards
 
         return compile_guards(self.env, self.input_dims, inputs)
+
+
+def _quiet_hint_logs() -> None:
+    """torch logs a warning each time it decides with a hint (meant for draft export); here that is the policy."""
+    import logging
+
+    logger = logging.getLogger("torch.fx.experimental.symbolic_shapes")
+    if not any(isinstance(f, _HintLogFilter) for f in logger.filters):
+        logger.addFilter(_HintLogFilter())
+
+
+class _HintLogFilter:
+    def filter(self, record: Any) -> bool:
+        return not str(record.msg).startswith("propagate_real_tensors")
 
 
 class _DimSource:

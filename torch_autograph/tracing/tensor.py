@@ -40,6 +40,7 @@ class GraphTensor(torch.Tensor, Traced):
         self._trace = trace
         self._origin = origin  # "input", "capture" or "node"
         self._rg_unknown = unknown_grad
+        self._grad_hint = None  # an input's (input Value id, requires_grad, is_leaf) of the call's tensor
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,13 +66,26 @@ class GraphTensor(torch.Tensor, Traced):
 
     def autograd_fact(self, attr: str) -> Any:
         """`requires_grad`, `is_leaf`, `grad_fn`, `grad` ... of this value when the graph runs, if the trace knows."""
+        name = self._value.name
+        if self._origin == "input" and self._rg_unknown and self._grad_hint is not None \
+                and attr in ("requires_grad", "is_leaf", "grad_fn"):
+            # As the call's tensor is; the trace serves only the calls whose tensor agrees.
+            input_id, requires_grad, is_leaf = self._grad_hint
+            self._trace.root.grad_assumptions[input_id] = (requires_grad, is_leaf)
+            if attr == "requires_grad":
+                return requires_grad
+            if attr == "is_leaf":
+                return is_leaf
+            return None if is_leaf else TracedGradFn(self)
         if self._origin == "input" or self._rg_unknown:
             if attr == "requires_grad" and not self._rg_unknown:
                 return self.raw_requires_grad()
-            raise not_allowed(self, f"reading x.{attr} of a function input" if self._origin == "input" else
-                              f"reading x.{attr}",
-                              "it depends on the tensor passed at each call; pass requires_grad in the "
-                              "input_signature's TensorSpec, or decide outside the function", AttributeError)
+            raise not_allowed(self, f"reading {name}.{attr} of a function input" if self._origin == "input" else
+                              f"reading {name}.{attr}",
+                              "it depends on the tensors passed at each call: decide outside the function, or "
+                              "read it on the function's own argument in a trace made from a call (not from an "
+                              "input_signature alone): the trace then assumes the call's answer and checks it "
+                              "at every call", AttributeError)
         requires_grad = self.raw_requires_grad()
         if attr == "requires_grad":
             return requires_grad
@@ -81,7 +95,7 @@ class GraphTensor(torch.Tensor, Traced):
             return TracedGradFn(self) if requires_grad and self._origin == "node" else None
         if attr == "grad":
             return None
-        raise not_allowed(self, f"reading x.{attr}", f"{attr} is not known while tracing", AttributeError)
+        raise not_allowed(self, f"reading {name}.{attr}", f"{attr} is not known while tracing", AttributeError)
 
     def __len__(self) -> int:
         shape = self._value.shape

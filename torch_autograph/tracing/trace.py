@@ -55,6 +55,8 @@ class TraceState:
         self.modules: dict[int, torch.nn.Module] = {}
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
+        # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
+        self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
@@ -74,11 +76,14 @@ class TraceState:
 
     # ----- values ---------------------------------------------------------------------
     def placeholder(self, name: str, dtype: torch.dtype, shape: tuple, device: torch.device | None,
-                    hints: tuple | None = None, requires_grad: bool | None = None) -> GraphTensor:
+                    hints: tuple | None = None, requires_grad: bool | None = None,
+                    grad_hint: tuple[bool, bool] | None = None) -> GraphTensor:
         """A graph input. None dims of `shape` become size symbols: unbacked (any size) unless this trace is
         `backed`, where they are backed by `hints` (the call's sizes) so that library code may decide on them.
 
-        `requires_grad` None: it depends on each call's tensor, so reading it while tracing is an error.
+        `requires_grad` None: it depends on each call's tensor. Reading it while tracing is then an error,
+        unless `grad_hint` gives the call's tensor's (requires_grad, is_leaf): the answer is that, and the
+        trace is kept for the calls whose tensor agrees (`grad_assumptions`).
         """
         name = self.fresh_name(name)
         if all(d is not None for d in shape):
@@ -93,8 +98,11 @@ class TraceState:
             for d, sym in syms.items():
                 self.symbols.bind_input(sym, value, d)
         self.add_input(value)
-        return GraphTensor(value, self, requires_grad=bool(requires_grad), origin="input",
-                           unknown_grad=requires_grad is None)
+        gt = GraphTensor(value, self, requires_grad=bool(requires_grad), origin="input",
+                         unknown_grad=requires_grad is None)
+        if grad_hint is not None:
+            gt._grad_hint = (id(value), *grad_hint)
+        return gt
 
     def wrap(self, value: Value, requires_grad: bool = False, unknown_grad: bool = False,
              origin: str = "node") -> Any:
@@ -210,8 +218,10 @@ class TraceState:
             raise leaked_tensor_error(g)
         value = self.lift_value(g._value, g._trace)
         if isinstance(g, GraphTensor):
-            return GraphTensor(value, self, requires_grad=g.raw_requires_grad(), origin=g._origin,
-                               unknown_grad=g._rg_unknown)
+            lifted = GraphTensor(value, self, requires_grad=g.raw_requires_grad(), origin=g._origin,
+                                 unknown_grad=g._rg_unknown)
+            lifted._grad_hint = g._grad_hint
+            return lifted
         return GraphList(value, self)
 
     def to_value(self, obj: Any) -> Any:
