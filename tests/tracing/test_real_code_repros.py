@@ -381,3 +381,24 @@ def test_a_decision_on_a_run_time_size_is_an_assumption_with_one_general_trace_p
     assert len(history) == 2, history  # one for even lengths, one for odd ones
     assert "Mod(x.size(0), 2)" in str(history[1]) and "which this call breaks" in str(history[1])
     assert all("None" in h.signature for h in history)
+
+
+# ----- what torch assumes about data-dependent sizes is checked when the graph runs ----------------
+def mask_then_add(x, z):
+    y = x[x > 0]
+    w = y + z  # <- torch assumes y's length equals z's (else it would broadcast)
+    return w, torch.zeros(y.size(0))
+
+
+def test_an_assumption_about_a_data_dependent_size_is_checked_in_the_graph():
+    f = ta.function(mask_then_add)
+    x, z = torch.tensor([1.0, -1.0, 2.0, 3.0]), torch.ones(3)
+    for got, expected in zip(f(x, z), mask_then_add(x, z)):
+        torch.testing.assert_close(got, expected)
+    one_positive = torch.tensor([1.0, -1.0, -2.0, -3.0])
+    assert mask_then_add(one_positive, z)[1].shape == (1,)  # eager broadcasts: the traced sizes would be wrong
+    with pytest.raises(ta.errors.InvalidArgumentError) as info:
+        f(one_positive, z)
+    text = str(info.value)
+    assert "getitem.size(0) == 3" in text and line_of(mask_then_add, "# <-") in text
+    assert "check(%assumed, 'assumed getitem.size(0) == 3')" in str(f.get_concrete_function(x, z).graph)

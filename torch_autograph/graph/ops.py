@@ -124,12 +124,13 @@ class CheckOp:
     """Target of a run-time check: raises InvalidArgumentError when args[0] is false."""
 
     message: str
+    label: str = ""  # what a printed graph shows instead of a long message
 
     def __repr__(self) -> str:
         return "check"
 
     def describe_extra(self) -> str:
-        return f", {self.message!r}"
+        return f", {self.label or self.message!r}"
 
 
 def run_check(condition: Any, message: str) -> None:

@@ -121,6 +121,8 @@ class SymbolTable:
         self._mode: Any = None
         self.sources: dict[Any, Any] = {}  # sympy symbol -> InputDim | FromValue | OutputDim
         self.input_dims: list[tuple[Any, InputDim]] = []  # (symbol, source), in placeholder order
+        self._asserts_counted = 0  # env.num_deferred_runtime_asserts when last looked at
+        self._asserts_taken: set[int] = set()  # ids of the RuntimeAsserts already handled
 
     # ----- the lazily made machinery ----------------------------------------------------------
     @property
@@ -165,7 +167,52 @@ class SymbolTable:
         sym = self.env.create_unbacked_symint()
         with self.mode, torch._C.DisableTorchFunction():
             torch._check(sym >= 0)
+        self.new_runtime_asserts()  # a size is >= 0 when the graph runs: nothing to check
         return sym
+
+    def new_runtime_asserts(self) -> list:
+        """The assumptions torch deferred to run time since the last call (`Eq(u0, 3)`: a mask's length must
+        equal another size for an op to need no broadcast), except those only about input sizes, which the
+        per-call check covers (`guard_checker`)."""
+        env = self._env
+        if env is None or env.num_deferred_runtime_asserts == self._asserts_counted:
+            return []
+        self._asserts_counted = env.num_deferred_runtime_asserts
+        new = []
+        for asserts in env.deferred_runtime_asserts.values():
+            for ra in asserts:
+                if id(ra) not in self._asserts_taken:  # the env keeps every RuntimeAssert alive
+                    self._asserts_taken.add(id(ra))
+                    new.append(ra)
+        return [ra for ra in new if ra.expr.free_symbols and
+                not all(isinstance(self.sources.get(s), InputDim) for s in ra.expr.free_symbols)]
+
+    def assert_value(self, expr: Any, state: "TraceState") -> Value | None:
+        """A graph value computing boolean `expr` from its symbols' sources as they are when the graph runs
+        (no replacement applied: a replacement is what the check is about); None if a symbol has no source
+        in reach."""
+        symbols = sorted(expr.free_symbols, key=str)
+        if not all(s in self.sources for s in symbols):
+            return None
+        args = tuple(self._symbol_value(s, state) for s in symbols)
+        out = Value(state.fresh_name("assumed"), torch.bool, (), None, ValueKind.SCALAR, None)
+        state.add_node(Node(expression(expr, symbols, torch.bool).op(), args, {}, (out,), pattern=out))
+        return out
+
+    def describe(self, expr: Any, state: "TraceState") -> str:
+        """`expr` with each symbol written as what it stands for (`x.size(0)`, `getitem.size(0)`, `n`)."""
+        import sympy
+
+        names = {}
+        for s in expr.free_symbols:
+            source = self.sources.get(s)
+            if isinstance(source, (InputDim, OutputDim)):
+                names[s] = sympy.Symbol(f"{source.value.name}.size({source.dim})")
+            elif isinstance(source, FromValue):
+                names[s] = sympy.Symbol(source.value.name)
+        from torch.utils._sympy.printers import PythonPrinter
+
+        return PythonPrinter().doprint(expr.xreplace(names))
 
     def bind_input(self, sym: torch.SymInt, value: Value, dim: int) -> None:
         source = InputDim(value, dim)

@@ -17,10 +17,11 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..graph import Graph, Node, Op, OpKind, Value, ValueKind, map_nest
+from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
 from .context import Traced, activate, current
 from .guards import trace_hooks
 from .lists import GraphList
+from .locations import user_location
 from .messages import leaked_tensor_error
 from .meta import MetaEngine, meta_example
 from .numbers import traced
@@ -57,6 +58,7 @@ class TraceState:
         self.notes: list[str] = []
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
+        self._checking = False  # adding the check nodes of run-time size assumptions
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
@@ -159,6 +161,35 @@ class TraceState:
         """Append `node` to this trace's graph (the one way nodes are added while tracing)."""
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
+        if self.symbols.active and not self._checking:
+            self._check_runtime_asserts()
+
+    def _check_runtime_asserts(self) -> None:
+        """Check nodes for what torch assumed, while recording, about sizes known only when the graph runs.
+
+        `x[mask] + z` makes torch assume the mask's count equals `z`'s length (else it would broadcast) and
+        compute every later size from that: the graph must check it where the count exists.
+        """
+        new = self.symbols.new_runtime_asserts()
+        if not new:
+            return
+        self._checking = True
+        try:
+            loc = user_location()
+            for ra in new:
+                cond = self.symbols.assert_value(ra.expr, self)
+                if cond is None:
+                    continue  # about symbols torch made inside a kernel and never showed: nothing reads them
+                what = self.symbols.describe(ra.expr, self)
+                message = (f"the graph was traced assuming {what}{f' at {loc}' if loc else ''}, which this call "
+                           f"breaks (eager code might broadcast or take another path there); make the sizes "
+                           f"explicit (expand, reshape, or a fixed-length slice) so that the program does not "
+                           f"depend on it")
+                check = CheckOp(message, label=f"assumed {what}")
+                self.add_node(Node(Op(OpKind.CONTROL, check, "check", effects=Effect.RAISES), (cond,), {}, (),
+                                   origin=loc))
+        finally:
+            self._checking = False
 
     def add_input(self, value: Value) -> None:
         """Make `value` an input of this trace's graph (a placeholder, or a sub-graph's read of an outer value)."""
