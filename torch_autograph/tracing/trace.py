@@ -18,6 +18,7 @@ import torch
 
 from ..graph import Graph, Value, ValueKind, map_nest
 from .context import activate, current
+from . import lazy_dynamo
 from .guards import trace_hooks
 from .lists import GraphList
 from .messages import leaked_tensor_error
@@ -122,6 +123,7 @@ class TraceState:
 @contextmanager
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
+    lazy_dynamo.defer()  # shape inference's meta kernels would import torch._dynamo (1 s) for nothing
     state = TraceState(graph)
     try:
         with trace_hooks.installed(), activate(state), TracingMode():
