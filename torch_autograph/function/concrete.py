@@ -165,7 +165,7 @@ class ConcreteFunction:
         lines.append("  " + _describe_output(self._result))
         lines.append("Captures:")
         if self.graph.captures:
-            lines += [f"  {id(t)}: {TensorSpec.from_tensor(t)!r}" for _, t in self.graph.captures]
+            lines += [f"  %{v.name}: {TensorSpec.from_tensor(t)!r}" for v, t in self.graph.captures]
         else:
             lines.append("  None")
         return "\n".join(lines)

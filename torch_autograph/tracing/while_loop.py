@@ -47,7 +47,7 @@ from ..graph.passes.dead_code import eliminate_dead_code
 from ..graph.walkers import fits
 from . import lists
 from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
-                       number_to_tensor, structure_repr, to_value, type_words, value_type, where)
+                       number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
 from .context import current
 from .locations import user_location
@@ -154,7 +154,8 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
                     raise _ListGrew(i)
                 if top is UNSET:
                     raise _UnsetTakesStructure(i, nest.map_structure(lambda _: UNSET, o))
-                raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(names[i])} does not have the same nested structure after one iteration of "
+                                f"the "
                                 f"loop{where(origin)}:\n  before: {structure_repr(top)}\n  after:  "
                                 f"{structure_repr(o)}")
             result.extend(nest.flatten(o))
@@ -324,7 +325,7 @@ def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inv
         inv = invariants[i]
         shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
         if not fits(meta.shape, shape):
-            raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
+            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(meta.shape)} before the loop, "
                              f"which does not conform with the shape invariant {_shape_words(shape)}"
                              f"{where(origin)}.")
     return Value(reuse or state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
@@ -367,30 +368,31 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
-                    raise ValueError(f"'{name}' is None before the loop{where(origin)} but becomes "
+                    raise ValueError(f"{quoted(name)} is None before the loop{where(origin)} but becomes "
                                      f"{describe(out)} in it; give it an initial value of that type before the "
                                      f"loop.")
-                raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                                 f"loop{where(origin)}: {describe(init)} before, {describe(out)} after.")
             continue
         lv, ok = carried[i], _raw_kind(r)
         if ok == "object":
             if r is None:
-                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{where(origin)}.")
-            raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise ValueError(f"{quoted(name)} is None at the end of the iteration of the loop{where(origin)}.")
+            raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                             f"loop{where(origin)}: {lv.type_str()} before, {describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
             changes.promote[i] = r
             continue
         if lv.kind is ValueKind.LIST:
             if ok != "list":
-                raise TypeError(f"'{name}' is a list before the loop{where(origin)} but {_raw_words(r, out)} after "
+                raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
+                                f"{_raw_words(r, out)} after "
                                 f"one iteration.")
             if r.dtype is not None and (lv.dtype is None or not fits(r.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, f"'{name}'")
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
-                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {r.dtype} after one "
+                raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
                                 f"iteration{where(origin)}.")
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
@@ -398,11 +400,11 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
         else:
             ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
         if ot[1] != lv.dtype:
-            raise TypeError(f"'{name}' has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
+            raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
         if lv.kind is ValueKind.TENSOR and not fits(oshape, lv.shape):
-            raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
+            raise ValueError(f"{quoted(name)} has shape {_shape_words(lv.shape)} before the loop, but shape "
                              f"{_shape_words(oshape)} after one iteration{where(origin)}. Use "
                              f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
                              f"{_relaxed(lv.shape, oshape)})]) to let it change.")
@@ -449,7 +451,7 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
                 subgraphs=(cb.graph, bb.graph))
     state.graph.nodes.append(node)
     if final_iterated is not None:
-        missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
+        missing = ", ".join(f"{quoted(_loop_name(names, i))}" for i in required)
         check(state.wrap(final_iterated),
               f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
     return tuple(state.wrap(final[i]) if i in final else inits[i] for i in range(len(inits)))
@@ -493,6 +495,6 @@ def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
         return torch.zeros(shape, dtype=v.dtype, device=v.device)
     if type(v) in SCALAR_DTYPES:
         return type(v)()
-    raise ValueError(f"'{name}' must be defined before the loop{where(origin)}: it is first assigned inside the "
+    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")
