@@ -3,7 +3,8 @@
     errors, config, nest        leaves: import nothing of the package
     autograph/                  the source transformer: errors and config only, and never torch
     graph/                      the IR alone: errors only
-    tracing/    backends/       graph (and the leaves); neither imports the other
+    logs                        the loggers and the stderr lines (reads config)
+    tracing/    backends/       graph (and the leaves; backends also logs); neither imports the other
     state/                      tracing, backends, graph
     staging/                    autograph <-> tracing (and state)
     function/                   every layer below it
@@ -31,12 +32,13 @@ ALLOWED: dict[str, set[str]] = {
     "autograph": {"errors", "config"},
     "graph": {"errors"},
     "tracing": {"graph"} | LEAVES,
-    "backends": {"graph", "errors", "config"},
+    "logs": {"config"},
+    "backends": {"graph", "errors", "config", "logs"},
     "state": {"tracing", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
-    "function": {"autograph", "tracing", "state", "backends", "graph"} | LEAVES,
+    "function": {"autograph", "tracing", "state", "backends", "graph", "logs"} | LEAVES,
     "summary": {"function", "graph"} | LEAVES,
-    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary"} | LEAVES,
+    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs"} | LEAVES,
 }
 
 
