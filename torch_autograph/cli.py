@@ -160,7 +160,10 @@ def _tensor_spec(dtype_name: str, dims: str, device: str | None, item: str) -> T
 def _top_level_split(text: str) -> list[str]:
     items, depth, current = [], 0, ""
     for ch in text:
-        depth += ch in "[(" and 1 or ch in "])" and -1 or 0
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
         if ch == "," and depth == 0:
             items.append(current)
             current = ""

@@ -24,7 +24,7 @@ from typing import Any
 
 from .function import ConcreteFunction, Function
 from .function.function import BoundFunction
-from .graph import Graph, Node, OpKind, Value, WhileOp, iter_values
+from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
 
 
 def graph(f: Function | ConcreteFunction | BoundFunction, logdir: str | os.PathLike) -> str:
@@ -139,7 +139,7 @@ class _GraphDefWriter:
                 self.control(scope, node)
             else:
                 name = self.unique(scope + (node.outputs[0].name if node.outputs else node.op.name))
-                extra = {"message": node.op.target.message} if node.op.name == "check" else None
+                extra = {"message": node.op.target.message} if isinstance(node.op.target, CheckOp) else None
                 self.add(name, node.op.name, self.inputs_of((node.args, node.kwargs)), node.outputs, node, extra)
 
     def control(self, scope: str, node: Node) -> None:

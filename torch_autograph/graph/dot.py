@@ -120,7 +120,7 @@ class _DotWriter:
         self.nodes("  ", graph.nodes)
         ret = self.new_id("r")
         self.emit("  ", f"{ret} [label=\"return\", {_RETURN}];")
-        self.feed("  ", graph.outputs, ret, "", label_index=len(graph.outputs) > 1)
+        self.feed(graph.outputs, ret, label_index=len(graph.outputs) > 1)
         self.lines += self.edges
         self.lines.append("}")
         return "\n".join(self.lines) + "\n"
@@ -131,10 +131,10 @@ class _DotWriter:
         self.emit(indent, f"{node_id} [label={_quote(label)}, {style}];")
         return node_id
 
-    def edge(self, indent: str, source: str, target: str, attrs: str = "") -> None:
+    def edge(self, source: str, target: str, attrs: str = "") -> None:
         self.edges.append(f"  {source} -> {target}{f' [{attrs}]' if attrs else ''};")
 
-    def feed(self, indent: str, values: Any, target: str, attrs: str, label_index: bool = False) -> None:
+    def feed(self, values: Any, target: str, attrs: str = "", label_index: bool = False) -> None:
         """Edges from the producers of the Values among `values` into `target` (one per producer and value)."""
         seen = set()
         for i, v in enumerate(iter_values(values)):
@@ -144,7 +144,7 @@ class _DotWriter:
             seen.add((source, id(v)))
             label = f"label={_quote(str(i) if label_index else '%' + v.name)}" if label_index or \
                 self._many_outputs(source) else ""
-            self.edge(indent, source, target, ", ".join(a for a in (attrs, label) if a))
+            self.edge(source, target, ", ".join(a for a in (attrs, label) if a))
 
     def _many_outputs(self, source: str) -> bool:
         return self.fan_out.get(source, 0) > 1
@@ -175,7 +175,7 @@ class _DotWriter:
         if node.origin is not None:
             text.append(node.origin.short)
         self.emit(indent, f"{node_id} [label={_quote(chr(10).join(text))}{style}];")
-        self.feed(indent, (node.args, node.kwargs), node_id, "")
+        self.feed((node.args, node.kwargs), node_id)
         self.produces(node_id, node.outputs)
 
     def control(self, indent: str, node: "Node") -> None:
@@ -189,12 +189,12 @@ class _DotWriter:
         node_id = self.new_id("n")
         text = [op.name] + _outputs_text(node.outputs) + ([node.origin.short] if node.origin else [])
         self.emit(inner, f"{node_id} [label={_quote(chr(10).join(text))}, {_CONTROL}];")
-        self.feed(inner, (node.args, node.kwargs), node_id, "")
+        self.feed((node.args, node.kwargs), node_id)
         target = op.target
         loop_vars: tuple[Value, ...] = target.loop_vars if isinstance(target, WhileOp) else ()
         for v in loop_vars:
             lv = self.value_node(inner, v, f"loop var {v.name}\n{v.type_str()}", _LOOP_VAR)
-            self.edge(inner, node_id, lv, _FEEDBACK)
+            self.edge(node_id, lv, _FEEDBACK)
         names = ("cond", "body") if loop_vars else ("true", "false")
         for k, sub in enumerate(node.subgraphs):
             self.clusters += 1
@@ -209,8 +209,8 @@ class _DotWriter:
             if loop_vars and k == 1:  # the body's outputs are the loop variables' next values
                 for v, nxt in zip(loop_vars, sub.outputs):
                     if isinstance(nxt, Value) and id(nxt) in self.producer:
-                        self.edge(inner, self.producer[id(nxt)], self.producer[id(v)], _FEEDBACK)
+                        self.edge(self.producer[id(nxt)], self.producer[id(v)], _FEEDBACK)
             else:
-                self.feed(inner, sub.outputs, node_id, _FEEDBACK)
+                self.feed(sub.outputs, node_id, _FEEDBACK)
         self.produces(node_id, node.outputs)
         self.emit(indent, "}")
