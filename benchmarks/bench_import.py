@@ -9,9 +9,9 @@ Every sample is a new Python process that times, with `time.perf_counter`:
 and reports which heavy modules that left loaded (`torch._dynamo`, `torch._inductor`, `sympy`).
 Medians over the processes. Target: import + first call <= 0.3 s on top of `import torch`.
 
-Also measured, for the symbolic-shape tracing that uses FakeTensor and ShapeEnv: the import time of
-`torch._subclasses.fake_tensor` and `torch.fx.experimental.symbolic_shapes` after `import torch`, and
-whether they load dynamo.
+Also measured, for tracing with FakeTensor and ShapeEnv: the import time of `torch._subclasses.fake_tensor` and
+`torch.fx.experimental.symbolic_shapes` after `import torch`, the first `FakeTensorMode()` and `ShapeEnv()`,
+and which heavy modules each step loads.
 """
 
 from __future__ import annotations
@@ -65,8 +65,13 @@ import torch._subclasses.fake_tensor
 t1 = time.perf_counter()
 import torch.fx.experimental.symbolic_shapes
 t2 = time.perf_counter()
-print(json.dumps({"fake_tensor": t1 - t0, "symbolic_shapes": t2 - t1,
-                  "loaded": [m for m in HEAVY if m in sys.modules]}))
+loaded_by_imports = [m for m in HEAVY if m in sys.modules]
+mode = torch._subclasses.fake_tensor.FakeTensorMode()
+t3 = time.perf_counter()
+env = torch.fx.experimental.symbolic_shapes.ShapeEnv()
+t4 = time.perf_counter()
+print(json.dumps({"fake_tensor": t1 - t0, "symbolic_shapes": t2 - t1, "mode": t3 - t2, "shape_env": t4 - t3,
+                  "loaded_by_imports": loaded_by_imports, "loaded": [m for m in HEAVY if m in sys.modules]}))
 """
 
 
@@ -106,7 +111,12 @@ def run(settings: Settings) -> list[Row]:
         Row(NAME, "import fake_tensor", _median(symbolic, "fake_tensor") * 1e6, None, "", None,
             "after import torch (already loaded by it)"),
         Row(NAME, "import symbolic_shapes", _median(symbolic, "symbolic_shapes") * 1e6, None, "", None,
-            "after import torch; loads " + (", ".join(sym_loaded) or "none of " + ", ".join(_HEAVY))),
+            "after import torch; loads " + (", ".join(sorted({m for s in symbolic for m in s["loaded_by_imports"]}))
+                                            or "none of " + ", ".join(_HEAVY))),
+        Row(NAME, "FakeTensorMode()", _median(symbolic, "mode") * 1e6, None, "", None,
+            "its first construction (its __init__ imports torch._dynamo.config)"),
+        Row(NAME, "ShapeEnv()", _median(symbolic, "shape_env") * 1e6, None, "", None,
+            "after FakeTensorMode(); left loaded: " + ", ".join(sym_loaded)),
     ]
 
 
