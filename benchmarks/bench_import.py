@@ -77,8 +77,9 @@ print(json.dumps({"fake_tensor": t1 - t0, "symbolic_shapes": t2 - t1, "mode": t3
 
 def _sample(code: str, user_dir: str) -> dict:
     path = os.pathsep.join(filter(None, [_ROOT, user_dir, os.environ.get("PYTHONPATH")]))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # time imports as users see them
     done = subprocess.run([sys.executable, "-W", "error::UserWarning:torch_autograph.autograph.api", "-c",
-                           f"HEAVY = {_HEAVY!r}\n" + code], env=dict(os.environ, PYTHONPATH=path),
+                           f"HEAVY = {_HEAVY!r}\n" + code], env=dict(env, PYTHONPATH=path),
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"the P9 sample process failed:\n{done.stderr}")
@@ -94,7 +95,7 @@ def run(settings: Settings) -> list[Row]:
     with tempfile.TemporaryDirectory() as user_dir:
         with open(os.path.join(user_dir, "p9_user.py"), "w") as f:
             f.write(_USER_MODULE)
-        _sample(_FIRST_CALL, user_dir)  # writes the .pyc files a first run of a fresh checkout would compile
+        _sample(_FIRST_CALL, user_dir)  # writes the .pyc files: later processes import as an installed package does
         calls = [_sample(_FIRST_CALL, user_dir) for _ in range(n)]
         symbolic = [_sample(_SYMBOLIC, user_dir) for _ in range(n)]
     torch_s, import_s, first_s = (_median(calls, k) for k in ("torch", "import", "first_call"))

@@ -36,8 +36,8 @@ def test_code_prints_the_staged_form_and_the_dual_path_on_request(capsys):
 def test_graph_text_for_a_signature(capsys):
     status, out, _ = _run(capsys, "graph", f"{SAMPLE}:plain", "--signature", "float32[None, 3]")
     assert status == 0
-    assert out.startswith("graph plain(x: float32[None, 3] cpu) {\n")
-    assert "  %retval: float32[None, 3] cpu = cond(%gt)" in out and "%x.neg()" in out
+    assert out.startswith("graph plain(x: float32[u0, 3] cpu) {\n  sizes: u0 = x.size(0)\n")
+    assert "  %retval: float32[u0, 3] cpu = cond(%gt)" in out and "%neg: float32[u0, 3] cpu = -%x" in out
 
 
 def test_graph_dot_and_svg(capsys, tmp_path):

@@ -171,4 +171,5 @@ def _shape(v: Value) -> Any:
 
     if v.shape is None:
         return TensorShapeProto(unknown_rank=True)
-    return TensorShapeProto(dim=[TensorShapeProto.Dim(size=-1 if d is None else d) for d in v.shape])
+    # -1: a dim known only when the graph runs (None, or a size symbol such as s0)
+    return TensorShapeProto(dim=[TensorShapeProto.Dim(size=d if isinstance(d, int) else -1) for d in v.shape])

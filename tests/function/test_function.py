@@ -7,7 +7,6 @@ import logging
 import weakref
 
 import numpy as np
-import pytest
 import torch
 
 import torch_autograph as ta

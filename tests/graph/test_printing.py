@@ -28,36 +28,37 @@ def test_comments_align_per_block_and_move_above_a_line_they_would_push_past_120
         return f"test_printing.py:{first + k}"
 
     assert text == f"""\
-graph _branchy(x: float32[None, 3] cpu, n: int64[] cpu) {{
-  %sum: float32[] cpu = %x.sum()                                                # {at(1)}
-  %gt: bool[] cpu = %sum > 0                                                    # {at(1)}
-  %y: float32[None, 3] cpu = cond(%gt)                                          # {at(1)}
-    graph true(x: float32[None, 3] cpu) {{
-      %mul: float32[None, 3] cpu = %x * 2  # {at(2)}
+graph _branchy(x: float32[u0, 3] cpu, n: int64[] cpu) {{
+  sizes: u0 = x.size(0)
+  %sum: float32[] cpu = %x.sum()                                              # {at(1)}
+  %gt: bool[] cpu = %sum > 0                                                  # {at(1)}
+  %y: float32[u0, 3] cpu = cond(%gt)                                          # {at(1)}
+    graph true(x: float32[u0, 3] cpu) {{
+      %mul: float32[u0, 3] cpu = %x * 2  # {at(2)}
       return %mul
     }}
-    graph false(x: float32[None, 3] cpu) {{
-      %ones: float32[3] cpu = torch.ones(3)         # {at(4)}
-      %zeros: float32[3] cpu = torch.zeros(3)       # {at(4)}
+    graph false(x: float32[u0, 3] cpu) {{
+      %ones: float32[3] cpu = torch.ones(3)       # {at(4)}
+      %zeros: float32[3] cpu = torch.zeros(3)     # {at(4)}
       # {at(4)}
-      %layer_norm: float32[None, 3] cpu = torch.nn.functional.layer_norm(%x, (3,), weight=%ones, bias=%zeros, eps=1e-05)
-      %sub: float32[None, 3] cpu = %layer_norm - 1  # {at(4)}
+      %layer_norm: float32[u0, 3] cpu = torch.nn.functional.layer_norm(%x, (3,), weight=%ones, bias=%zeros, eps=1e-05)
+      %sub: float32[u0, 3] cpu = %layer_norm - 1  # {at(4)}
       return %sub
     }}
-  %i_1: int, %y_2: float32[None, 3] cpu = while((0, %y), loop_vars=(%i, %y_1))  # {at(6)}
-    graph cond(i: int, y_1: float32[None, 3] cpu, n: int64[] cpu) {{
-      %lt: bool[] cpu = %i < %n  # {at(6)}
-      return %lt
+  %i_1: int, %y_2: float32[u0, 3] cpu = while((0, %y), loop_vars=(%i, %y_1))  # {at(6)}
+    graph cond(i: int, y_1: float32[u0, 3] cpu, n: int64[] cpu) {{
+      %gt_3: bool[] cpu = %n > %i  # {at(6)}
+      return %gt_3
     }}
-    graph body(i: int, y_1: float32[None, 3] cpu) {{
-      %tanh: float32[None, 3] cpu = torch.tanh(%y_1)  # {at(7)}
-      %add: float32[None, 3] cpu = %tanh + %i         # {at(7)}
-      %add_1: int = %i + 1                            # {at(8)}
-      return %add_1, %add
+    graph body(i: int, y_1: float32[u0, 3] cpu) {{
+      %tanh: float32[u0, 3] cpu = torch.tanh(%y_1)  # {at(7)}
+      %add: float32[u0, 3] cpu = %tanh + %i         # {at(7)}
+      %sym: int = expr[u1 + 1](%i)
+      return %sym, %add
     }}
-  %sum_1: float32[] cpu = %y_2.sum()                                            # {at(9)}
-  %gt_3: bool[] cpu = %sum_1 > -100                                             # {at(9)}
-  check(%gt_3, 'assertion failed: too small')                                   # {at(9)}
+  %sum_1: float32[] cpu = %y_2.sum()                                          # {at(9)}
+  %gt_4: bool[] cpu = %sum_1 > -100                                           # {at(9)}
+  check(%gt_4, 'assertion failed: too small')                                 # {at(9)}
   return %y_2
 }}"""
     assert max(map(len, text.splitlines())) <= WIDTH

@@ -39,7 +39,7 @@ class CodeWriter:
     def __init__(self, profile_lines: bool = False) -> None:
         self.profile_lines = profile_lines  # a profiler range around the code of each user line
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"torch": torch}
+        self.globals: dict[str, Any] = {"torch": torch, "math": math}  # expressions of sizes use both
         self._by_id: dict[int, str] = {}
         self.constants: dict[tuple, str] = {}
         self.origins: dict[int, Any] = {}  # index in `lines` -> the user line the code came from

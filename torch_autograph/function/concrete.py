@@ -14,6 +14,7 @@ from .. import config, nest
 from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
+from ..errors import InvalidArgumentError
 from ..graph import Graph, Value
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
@@ -39,8 +40,11 @@ class ConcreteFunction:
     """
 
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
-                 result: Any, guards: tuple, function_name: str, grad: bool) -> None:
+                 result: Any, guards: tuple, function_name: str, grad: bool,
+                 size_check: Callable[[list], str | None] | None = None, notes: tuple = ()) -> None:
         self.graph = graph
+        self.size_check = size_check  # what tracing assumed about the sizes of None dims, checked per call
+        self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
         self.profile_name = f"{function_name} ({self.name})"  # its range in a torch.profiler trace
@@ -63,11 +67,30 @@ class ConcreteFunction:
         except Exception as e:
             raise strip_internal_frames(e)
 
-    def call_bound(self, bound: dict[str, Any]) -> Any:
+    def call_bound(self, bound: dict[str, Any], checked: bool = False) -> Any:
+        flat = self.flat_inputs(bound)
+        if self.size_check is not None and not checked:
+            broken = self.size_check(flat)
+            if broken is not None:
+                raise InvalidArgumentError(f"{self.name} was traced assuming {broken}, which these arguments break "
+                                           f"(sizes known only when it runs met an assumption made while tracing); "
+                                           f"call the Function, which traces again for them")
+        return self.run(flat)
+
+    def flat_inputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
+        """The tensor leaves of the bound arguments, in placeholder order (checked against the trace types)."""
         flat: list[torch.Tensor] = []
         for name, value in bound.items():
             collect_inputs(self.arg_types[name], value, name, flat, self.name)
-        return self.run(flat)
+        return flat
+
+    def sizes_break(self, bound: dict[str, Any]) -> str | None:
+        """Why `bound` does not fit this trace (a size its trace types or its size assumptions rule out), or None."""
+        try:
+            flat = self.flat_inputs(bound)
+            return None if self.size_check is None else self.size_check(flat)
+        except (TypeError, InvalidArgumentError) as e:
+            return str(e)
 
     def run(self, flat: Any) -> Any:
         """Run the graph on its flat tensor inputs; the one epilogue every call path shares."""
@@ -210,7 +233,7 @@ def _describe_output(result: Any) -> str:
     def leaf(x: Any) -> Any:
         if isinstance(x, GraphTensor):
             v = x._value
-            return TensorSpec(v.shape, v.dtype, None, v.device)
+            return TensorSpec(tuple(d if type(d) is int else None for d in v.shape), v.dtype, None, v.device)
         return Literal(x) if isinstance(x, (int, float, str, bool, type(None))) else x
 
     return repr(nest.map_structure(leaf, result))

@@ -86,6 +86,8 @@ class Graph:
         outputs: the flat outputs: Values, or Python constants (None, str).
         parent: the enclosing graph of a control-flow sub-graph.
         python_source: the backend's generated code, once compiled.
+        sizes: where each size symbol of the inputs' types comes from
+            (`{"u0": "x.size(0)"}`), printed under the signature.
     """
 
     name: str
@@ -95,6 +97,7 @@ class Graph:
     outputs: list[Any] = field(default_factory=list)
     parent: "Graph | None" = None
     python_source: str | None = None
+    sizes: dict[str, str] = field(default_factory=dict)
 
     def get_operations(self) -> list[Node]:
         """The nodes in program order (TensorFlow's `Graph.get_operations`)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from .ops import OpKind
+from .ops import Expression, OpKind
 from .values import Value
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ def render_call(node: "Node", render_arg: Callable[[Any], str], target_name: str
         if t is abs:
             return f"abs({render_arg(args[0])})"
         raise AssertionError(f"bug in torch_autograph: unknown operator {t!r}")
+    if isinstance(op.target, Expression):
+        return op.target.render([render_arg(a) for a in args])
     parts = [render_arg(a) for a in (args[1:] if op.kind in (OpKind.METHOD, OpKind.GETATTR) else args)]
     parts += [f"{k}={render_arg(v)}" for k, v in kwargs.items()]
     if op.kind is OpKind.METHOD:
@@ -103,6 +105,8 @@ def format_graph(graph: "Graph", indent: str = "", width: int = WIDTH) -> list[s
     """
     lines = _wrapped(f"{indent}graph {graph.name}(", [f"{v.name}: {v.type_str()}" for v in graph.inputs],
                      ") {", width, indent + "      ")
+    if graph.sizes:
+        lines.append(f"{indent}  sizes: " + ", ".join(f"{sym} = {where}" for sym, where in graph.sizes.items()))
     if graph.captures:
         lines.append(f"{indent}  captures:")
         lines += [f"{indent}    %{v.name}: {v.type_str()}" for v, _ in graph.captures]
