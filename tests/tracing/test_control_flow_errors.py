@@ -268,3 +268,14 @@ def test_python_assert_fails_at_trace_time():
     msg = _raises(AssertionError, f, X)
     filename, lineno = line_of(f, "# <-").split(":")
     assert "x must be long" in msg and f'{filename}", line {lineno}, in f' in msg
+
+
+def test_a_return_slot_is_named_the_return_value_in_messages():
+    def f(x):
+        if x.sum() > 0:  # <-
+            return x
+        return 1.0, 2
+
+    msg = _raises(TypeError, f, X)
+    assert msg.startswith("the return value must have the same nested structure in the main and else branches")
+    assert "retval_" not in msg and line_of(f, "# <-") in msg

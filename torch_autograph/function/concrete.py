@@ -8,8 +8,9 @@ import itertools
 from typing import Any, Callable
 
 import torch
+from torch.autograd import profiler as _profiler
 
-from .. import nest
+from .. import config, nest
 from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
@@ -50,6 +51,7 @@ class ConcreteFunction:
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
+        self.profile_name = f"{function_name} ({self.name})"  # its range in a torch.profiler trace
         self.arg_types = arg_types
         self.guards = guards
         self.last_used = 0
@@ -97,11 +99,26 @@ class ConcreteFunction:
     def run(self, flat: Any) -> Any:
         """Run the graph on its flat tensor inputs; the one epilogue every call path shares."""
         try:
-            out = self._fn(*flat)
+            # One module attribute read when no profiler runs: the per-call cost of the ranges below.
+            out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
         except Exception as e:
             self.note_runtime_error(e)
             raise
         return out if self._pack is None else self._pack(out)
+
+    def _run_profiled(self, flat: Any) -> Any:
+        """A call while `torch.profiler` records: one range named after the function and this trace, and with
+        `ta.config.profile_user_lines` one range per user line inside it (default backend code only)."""
+        fn = self._fn
+        if config.profile_user_lines and fn is self._compiled.default_fn:
+            fn = self._compiled.line_profiled() or fn
+        with _profiler.record_function(self.profile_name):
+            try:
+                return fn(*flat)
+            except Exception as e:
+                if fn is not self._fn:
+                    add_runtime_error_note(e, fn)
+                raise
 
     def note_runtime_error(self, e: BaseException) -> None:
         """Name the user line whose op failed while the graph ran (once per exception)."""
@@ -192,7 +209,7 @@ class ConcreteFunction:
         lines.append("  " + _describe_output(self._result))
         lines.append("Captures:")
         if self.graph.captures:
-            lines += [f"  {id(t)}: {TensorSpec.from_tensor(t)!r}" for _, t in self.graph.captures]
+            lines += [f"  %{v.name}: {TensorSpec.from_tensor(t)!r}" for v, t in self.graph.captures]
         else:
             lines.append("  None")
         return "\n".join(lines)

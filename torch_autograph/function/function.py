@@ -35,6 +35,7 @@ import torch
 
 from .. import nest
 from ..config import _config
+from ..logs import echo
 from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
@@ -243,6 +244,7 @@ class Function:
             event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)
             self._history.append(event)
             logger.info("Tracing %s, %s", self._name, event)
+            echo(logger, f"tracing {self._name}, {event}", verbosity=2)
             self._monitor.traced(event, self._python_function)
             return cf
 

@@ -93,8 +93,9 @@ class CondOp:
     def __repr__(self) -> str:
         return "cond"
 
-    def describe_extra(self) -> str:
-        return ""
+    def printed_args(self) -> list[str]:
+        """Printed arguments after the node's own (see `graph.printing`)."""
+        return []
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,10 +114,10 @@ class WhileOp:
     def __repr__(self) -> str:
         return "while"
 
-    def describe_extra(self) -> str:
+    def printed_args(self) -> list[str]:
         names = ", ".join(f"%{v.name}" for v in self.loop_vars)
-        limit = "" if self.maximum_iterations is None else f", maximum_iterations={self.maximum_iterations!r}"
-        return f", loop_vars=({names}){limit}"
+        limit = [] if self.maximum_iterations is None else [f"maximum_iterations={self.maximum_iterations!r}"]
+        return [f"loop_vars=({names}{',' if len(self.loop_vars) == 1 else ''})"] + limit
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,8 +130,10 @@ class CheckOp:
     def __repr__(self) -> str:
         return "check"
 
-    def describe_extra(self) -> str:
-        return f", {self.label or self.message!r}"
+    def printed_args(self) -> list[str]:
+        if self.label:
+            return [repr(self.label)]
+        return [repr(self.message.split("\n", 1)[0])]  # the rest names the user line: the node's comment
 
 
 def run_check(condition: Any, message: str) -> None:

@@ -70,6 +70,15 @@ def describe(x: Any) -> str:
     return f"{type(x).__name__} {x!r}"
 
 
+def quoted(name: str) -> str:
+    """A variable as messages name it: `'x'`, or in words for the slots AutoGraph makes for `return`."""
+    if name.startswith("retval_"):
+        return "the return value"
+    if name.startswith("do_return"):
+        return "whether the function returned"
+    return f"'{name}'"
+
+
 def where(origin: SourceLocation | None) -> str:
     if origin is None:
         return ""

@@ -26,7 +26,7 @@ from ..graph import CheckOp, CondOp, Effect, Node, Op, OpKind, SourceLocation, V
 from ..graph.passes.dead_code import eliminate_dead_code
 from . import lists
 from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
-                       structure_repr, to_value, type_words, value_type, where)
+                       quoted, structure_repr, to_value, type_words, value_type, where)
 from .context import current
 from .locations import user_location
 from .symbols import is_graph_value, same_dim
@@ -118,9 +118,10 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     if "object" in (ka, kb):
         if a is None or b is None:
             which = "main" if a is None else "else"
-            raise ValueError(f"'{name}' is None at the end of the {which} branch of the `if`{where(origin)}; a "
+            raise ValueError(f"{quoted(name)} is None at the end of the {which} branch of the `if`{where(origin)}; a "
                              f"graph `if` needs a value of the same type from both branches.")
-        raise TypeError(f"'{name}' is {describe(a)} in the main branch but {describe(b)} in the else branch of the "
+        raise TypeError(f"{quoted(name)} is {describe(a)} in the main branch but {describe(b)} in the else branch "
+                        f"of the "
                         f"`if`{where(origin)}; a Python object that differs between the branches of a graph `if` "
                         f"cannot be merged. Make it a tensor, or compute it outside the `if`.")
     va = None if ka == "unset" else to_value(tb, a)
@@ -131,7 +132,7 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
         va = as_tensor_in(tb, a, vb)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
-        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, f"'{name}'") \
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
         return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False
     if va is None:
@@ -140,10 +141,10 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
         vb = _unset_in(fb, va)
     ta_, tb_ = value_type(va), value_type(vb)
     if ta_[0] != tb_[0] or ta_[1] != tb_[1]:
-        raise TypeError(f"'{name}' has {type_words(ta_)} in the main branch, but {type_words(tb_)} in the else "
+        raise TypeError(f"{quoted(name)} has {type_words(ta_)} in the main branch, but {type_words(tb_)} in the else "
                         f"branch of the `if`{where(origin)}; both branches must give it the same type.")
     if ta_[2] != tb_[2]:
-        raise TypeError(f"'{name}' is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
+        raise TypeError(f"{quoted(name)} is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
                         f"`if`{where(origin)}.")
     if ta_[0] is ValueKind.TENSOR and len(va.shape) != len(vb.shape):
         raise TypeError(f"'{name}' has {len(va.shape)} dims in the main branch but {len(vb.shape)} in the else "
@@ -171,7 +172,7 @@ def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
                      origin: SourceLocation | None) -> tuple[list, list]:
     same = nest.structure_signature(t_out) == nest.structure_signature(f_out)
     if not same:
-        label = f"'{names[0]}'" if names and len(names) == 1 else "the outputs"
+        label = quoted(names[0]) if names and len(names) == 1 else "the outputs"
         raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
                         f"`if`{where(origin)}:\n  main: {structure_repr(t_out)}\n  else: {structure_repr(f_out)}")
     return nest.flatten(t_out), nest.flatten(f_out)

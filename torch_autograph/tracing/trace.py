@@ -19,6 +19,7 @@ import torch
 
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
 from .context import Traced, activate, current
+from . import lazy_dynamo
 from .guards import trace_hooks
 from .lists import GraphList
 from .locations import user_location
@@ -275,6 +276,7 @@ class TraceState:
 @contextmanager
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
+    lazy_dynamo.defer()  # meta kernels would import torch._dynamo (about 1 s) for nothing
     state = TraceState(graph)
     try:
         with trace_hooks.installed(), activate(state), TracingMode():

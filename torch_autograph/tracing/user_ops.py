@@ -77,13 +77,25 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Se
 
 
 def _print_now(*args: Any, **kwargs: Any) -> None:
-    builtins.print(*args, **kwargs)
+    builtins.print(*map(_printed_value, args), **kwargs)
+
+
+def _printed_value(a: Any) -> Any:
+    """What `ta.print` shows for `a`: tensors by their values, without autograd's `grad_fn=<...>` / `requires_grad`."""
+    if isinstance(a, torch.Tensor):
+        return a.detach() if a.requires_grad else a
+    if type(a) in (list, tuple):
+        return type(a)(map(_printed_value, a))
+    if type(a) is dict:
+        return {k: _printed_value(v) for k, v in a.items()}
+    return a
 
 
 def print(*args: Any, **kwargs: Any) -> None:  # noqa: A001 - TensorFlow's name
     """`print` that runs every time the graph runs (Python's `print` runs only while tracing).
 
-    Takes the same arguments as `print`; tensors print their values.
+    Takes the same arguments as `print`; tensors print their values (without autograd's `grad_fn`, as a
+    value), also inside lists, tuples and dicts.
     """
     run_or_record(Op(OpKind.FUNCTION, _print_now, "print", effects=Effect.RUNS_PYTHON), args, kwargs, None)
 

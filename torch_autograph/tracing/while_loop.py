@@ -46,7 +46,7 @@ from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, cont
 from ..graph.passes.dead_code import eliminate_dead_code
 from . import lists
 from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
-                       number_to_tensor, structure_repr, to_value, type_words, value_type, where)
+                       number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
 from .context import current
 from .locations import user_location
@@ -152,7 +152,8 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
                     raise _ListGrew(i)
                 if top is UNSET:
                     raise _UnsetTakesStructure(i, nest.map_structure(lambda _: UNSET, o))
-                raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(names[i])} does not have the same nested structure after one iteration of "
+                                f"the "
                                 f"loop{where(origin)}:\n  before: {structure_repr(top)}\n  after:  "
                                 f"{structure_repr(o)}")
             result.extend(nest.flatten(o))
@@ -174,8 +175,8 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
         for k, shape in result.relax.items():
             leaf_invariants[k] = shape
             state.root.notes.append(
-                f"loop variable '{leaf_names[k]}' changes shape between iterations of the loop{where(origin)}: its "
-                f"dims {_shape_words(shape)} are symbolic (None: known only when the graph runs)")
+                f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
+                f"{where(origin)}: its dims {_shape_words(shape)} are symbolic (None: known only when the graph runs)")
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -344,11 +345,13 @@ def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inv
     if i in invariants:
         inv = invariants[i]
         if inv is None or len(inv) != len(shape):
-            raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(shape)} before the loop, which does "
+            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
+                             f"which does "
                              f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}: a graph loop "
                              f"variable keeps its rank.")
         if not all(d is None or same_dim(d, s) or not isinstance(d, int) for d, s in zip(inv, shape)):
-            raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(shape)} before the loop, which does "
+            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
+                             f"which does "
                              f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}.")
         shape = tuple(None if d is None else s for d, s in zip(inv, shape))
     requires_grad = bool(getattr(meta.example, "requires_grad", False))
@@ -410,30 +413,31 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
-                    raise ValueError(f"'{name}' is None before the loop{where(origin)} but becomes "
+                    raise ValueError(f"{quoted(name)} is None before the loop{where(origin)} but becomes "
                                      f"{describe(out)} in it; give it an initial value of that type before the "
                                      f"loop.")
-                raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                                 f"loop{where(origin)}: {describe(init)} before, {describe(out)} after.")
             continue
         lv, ok = carried[i], _raw_kind(r)
         if ok == "object":
             if r is None:
-                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{where(origin)}.")
-            raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise ValueError(f"{quoted(name)} is None at the end of the iteration of the loop{where(origin)}.")
+            raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                             f"loop{where(origin)}: {lv.type_str()} before, {describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
             changes.promote[i] = r
             continue
         if lv.kind is ValueKind.LIST:
             if ok != "list":
-                raise TypeError(f"'{name}' is a list before the loop{where(origin)} but {_raw_words(r, out)} after "
+                raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
+                                f"{_raw_words(r, out)} after "
                                 f"one iteration.")
             if r.dtype is not None and (lv.dtype is None or not _element_fits(r.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, f"'{name}'")
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
-                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {r.dtype} after one "
+                raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
                                 f"iteration{where(origin)}.")
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
@@ -441,12 +445,12 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
         else:
             ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
         if ot[1] != lv.dtype:
-            raise TypeError(f"'{name}' has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
+            raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
         if lv.kind is ValueKind.TENSOR and not _fits_loop_var(state, oshape, lv):
             if len(oshape) != len(lv.shape):
-                raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
+                raise ValueError(f"{quoted(name)} has shape {_shape_words(lv.shape)} before the loop, but shape "
                                  f"{_shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
                                  f"keeps its rank.")
             changes.relax[i] = tuple(d if same_dim(d, o) else None for d, o in zip(lv.shape, oshape))
@@ -494,7 +498,7 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
                 subgraphs=(cb.graph, bb.graph))
     state.add_node(node)
     if final_iterated is not None:
-        missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
+        missing = ", ".join(f"{quoted(_loop_name(names, i))}" for i in required)
         check(state.wrap(final_iterated),
               f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
     return tuple(state.wrap(final[i], requires_grad=requires_grad[i]) if i in final else inits[i]
@@ -549,7 +553,7 @@ def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
         return torch.zeros(shape, dtype=v.dtype, device=v.device)
     if type(v) in SCALAR_DTYPES:
         return type(v)()
-    raise ValueError(f"'{name}' must be defined before the loop{where(origin)}: it is first assigned inside the "
+    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")
 
