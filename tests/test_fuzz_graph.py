@@ -92,7 +92,8 @@ def _backward(out, leaves):
     if needs:
         sum(needs).backward()
     grads = [leaf.grad if leaf.grad is not None else torch.zeros((), dtype=torch.float64) for leaf in leaves]
-    return [float(o) for o in out], torch.stack(grads), [type(o) is float for o in out]
+    values = [float(o.detach()) if isinstance(o, torch.Tensor) else float(o) for o in out]
+    return values, torch.stack(grads), [type(o) is float for o in out]
 
 
 def float_outcome(source, inputs):

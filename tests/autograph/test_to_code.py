@@ -1,4 +1,4 @@
-"""Golden tests: `to_code` output for each construct, pinned as inline text.
+"""Golden tests: `to_code(f, dual_path=True)` (the code that executes) for each construct, pinned as inline text.
 
 The provenance comment is checked separately (its path depends on the
 working directory).
@@ -241,7 +241,7 @@ def return_in_loop(xs):
                     retval_ = x
                     do_return = True
                     return (do_return, retval_)
-                do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', '<return value>'))
+                do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
             if do_return is not False:
                 fast = do_return is True
                 break
@@ -255,9 +255,9 @@ def return_in_loop(xs):
                 retval_ = x
                 do_return = True
                 return (do_return, retval_)
-            do_return, retval_ = ag__.if_stmt(x > 0, if_true_1, None, (do_return, retval_), ('do_return', '<return value>'))
+            do_return, retval_ = ag__.if_stmt(x > 0, if_true_1, None, (do_return, retval_), ('do_return', 'retval_'))
             return (do_return, retval_)
-        do_return, retval_ = ag__.for_stmt(loop_iter, extra_test, loop_body, (do_return, retval_), ('do_return', '<return value>'))
+        do_return, retval_ = ag__.for_stmt(loop_iter, extra_test, loop_body, (do_return, retval_), ('do_return', 'retval_'))
     cond_1 = ag__.not_(do_return)
     if cond_1 is True or cond_1 is False or ag__.is_plain(cond_1):
         if cond_1:
@@ -268,7 +268,7 @@ def return_in_loop(xs):
             retval_ = -1
             do_return = True
             return (retval_,)
-        retval_, = ag__.if_stmt(cond_1, if_true_2, None, (retval_,), ('<return value>',))
+        retval_, = ag__.if_stmt(cond_1, if_true_2, None, (retval_,), ('retval_',))
     return ag__.retval(retval_)
 """,
     "ternary": """\
@@ -331,7 +331,7 @@ def calls(f, xs):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_to_code(name):
     fn = getattr(golden_src, name)
-    header, body = to_code(fn).split("\n", 1)
+    header, body = to_code(fn, dual_path=True).split("\n", 1)
     assert re.fullmatch(rf"# converted from {name} \(.*golden_src\.py:{fn.__code__.co_firstlineno}\)", header)
     assert body == EXPECTED[name]
 
@@ -340,6 +340,6 @@ def test_to_code_is_deterministic_and_valid_python():
     import ast
     for name in EXPECTED:
         fn = getattr(golden_src, name)
-        text = to_code(fn)
+        text = to_code(fn, dual_path=True)
         ast.parse(text)
-        assert text == to_code(fn)
+        assert text == to_code(fn, dual_path=True)

@@ -1,7 +1,8 @@
 """Golden tests: `to_code` for closures, list mutations, returns that may fall off, `try`, computed indices.
 
-Each conversion is pinned as inline text (the provenance comment is checked
-separately); see golden_semantics_src.py for the functions.
+Each conversion (`to_code`'s default, the staged form) is pinned as inline
+text (the provenance comment is checked separately); see
+golden_semantics_src.py for the functions.
 """
 
 from __future__ import annotations
@@ -21,59 +22,37 @@ def closure_in_loop(n):
     s = 0
     def read_i():
         return i
-    while True:
-        test = i < n
-        if test is True or test is False or ag__.is_plain(test):
-            if not test:
-                break
-        else:
-            def loop_test(i, s):
-                return i < n
-            def loop_body(i_1, s):
-                nonlocal i
-                i = i_1
-                s += ag__.converted_call(read_i, (), None)
-                i += 1
-                return (i, s)
-            i, s = ag__.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))
-            break
+    def loop_test(i, s):
+        return i < n
+    def loop_body(i_1, s):
+        nonlocal i
+        i = i_1
         s += ag__.converted_call(read_i, (), None)
         i += 1
+        return (i, s)
+    i, s = ag__.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))
     return s
 """,
     "list_mutations": """\
 def list_mutations(l, n):
     s = 0
-    loop_iter = ag__.converted_call(range, (n,), None)
-    if ag__.is_plain(loop_iter):
-        for i in loop_iter:
-            s += ag__.list_popped((popped := ag__.list_pop(l)), (l := popped[0]))
-            l = ag__.list_insert(l, 0, s)
-            l = ag__.list_delitem(l, -1)
-    else:
-        def loop_body(i, l, s):
-            s += ag__.list_popped((popped := ag__.list_pop(l)), (l := popped[0]))
-            l = ag__.list_insert(l, 0, s)
-            l = ag__.list_delitem(l, -1)
-            return (l, s)
-        l, s = ag__.for_stmt(loop_iter, None, loop_body, (l, s), ('l', 's'))
+    def loop_body(i, l, s):
+        s += ag__.list_popped((popped := ag__.list_pop(l)), (l := popped[0]))
+        l = ag__.list_insert(l, 0, s)
+        l = ag__.list_delitem(l, -1)
+        return (l, s)
+    l, s = ag__.for_stmt(ag__.converted_call(range, (n,), None), None, loop_body, (l, s), ('l', 's'))
     return s
 """,
     "falls_off_the_end": """\
 def falls_off_the_end(x):
     do_return = False
     retval_ = ag__.UndefinedReturnValue()
-    cond = x > 0
-    if cond is True or cond is False or ag__.is_plain(cond):
-        if cond:
-            retval_ = x * 2
-            do_return = True
-    else:
-        def if_true(do_return, retval_):
-            retval_ = x * 2
-            do_return = True
-            return (do_return, retval_)
-        do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', '<return value>'))
+    def if_true(do_return, retval_):
+        retval_ = x * 2
+        do_return = True
+        return (do_return, retval_)
+    do_return, retval_ = ag__.if_stmt(x > 0, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
     return ag__.retval(retval_, do_return)
 """,
     "return_skips_try_else": """\
@@ -81,40 +60,23 @@ def return_skips_try_else(x):
     do_return = False
     retval_ = ag__.UndefinedReturnValue()
     try:
-        cond = x > 0
-        if cond is True or cond is False or ag__.is_plain(cond):
-            if cond:
-                retval_ = x
-                do_return = True
-        else:
-            def if_true(do_return, retval_):
-                retval_ = x
-                do_return = True
-                return (do_return, retval_)
-            do_return, retval_ = ag__.if_stmt(cond, if_true, None, (do_return, retval_), ('do_return', '<return value>'))
+        def if_true(do_return, retval_):
+            retval_ = x
+            do_return = True
+            return (do_return, retval_)
+        do_return, retval_ = ag__.if_stmt(x > 0, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
     except ValueError:
         x = 0
     else:
-        cond_1 = ag__.not_(do_return)
-        if cond_1 is True or cond_1 is False or ag__.is_plain(cond_1):
-            if cond_1:
-                x = -x
-        else:
-            def if_true_1(x):
-                x = -x
-                return (x,)
-            x, = ag__.if_stmt(cond_1, if_true_1, None, (x,), ('x',))
-    cond_2 = ag__.not_(do_return)
-    if cond_2 is True or cond_2 is False or ag__.is_plain(cond_2):
-        if cond_2:
-            retval_ = x
-            do_return = True
-    else:
-        def if_true_2(retval_):
-            retval_ = x
-            do_return = True
-            return (retval_,)
-        retval_, = ag__.if_stmt(cond_2, if_true_2, None, (retval_,), ('<return value>',))
+        def if_true_1(x):
+            x = -x
+            return (x,)
+        x, = ag__.if_stmt(ag__.not_(do_return), if_true_1, None, (x,), ('x',))
+    def if_true_2(retval_):
+        retval_ = x
+        do_return = True
+        return (retval_,)
+    retval_, = ag__.if_stmt(ag__.not_(do_return), if_true_2, None, (retval_,), ('retval_',))
     return ag__.retval(retval_)
 """,
     "computed_index": """\
@@ -123,32 +85,17 @@ def computed_index(l, i):
 """,
     "assigned_in_a_branch_only": """\
 def assigned_in_a_branch_only(x, n):
-    cond = x > 0
-    if cond is True or cond is False or ag__.is_plain(cond):
-        if cond:
-            t = ag__.Undefined('t')
-            loop_iter = ag__.converted_call(range, (n,), None)
-            if ag__.is_plain(loop_iter):
-                for i in loop_iter:
-                    t = x + i
-            else:
-                def loop_body(i, t):
-                    t = x + i
-                    return (t,)
-                t, = ag__.for_stmt(loop_iter, None, loop_body, (t,), ('t',))
-            x = ag__.ld(t)
-    else:
-        t = ag__.Undefined('t')
-        def if_true(t, x):
-            def loop_body_1(i, t):
-                t = x + i
-                return (t,)
-            t, = ag__.for_stmt(ag__.converted_call(range, (n,), None), None, loop_body_1, (t,), ('t',))
-            x = ag__.ld(t)
-            return (ag__.Undefined('t'), x)
-        def if_false(t, x):
-            return (ag__.Undefined('t'), x)
-        t, x = ag__.if_stmt(cond, if_true, if_false, (t, x), ('t', 'x'))
+    t = ag__.Undefined('t')
+    def if_true(t, x):
+        def loop_body(i, t):
+            t = x + i
+            return (t,)
+        t, = ag__.for_stmt(ag__.converted_call(range, (n,), None), None, loop_body, (t,), ('t',))
+        x = ag__.ld(t)
+        return (ag__.Undefined('t'), x)
+    def if_false(t, x):
+        return (ag__.Undefined('t'), x)
+    t, x = ag__.if_stmt(x > 0, if_true, if_false, (t, x), ('t', 'x'))
     return x
 """,
 }

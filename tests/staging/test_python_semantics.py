@@ -275,7 +275,7 @@ def returns_from_a_tensor_loop(x, n):
         acc.append(x * i)
         if i > 1:
             return torch.stack(acc)
-    return x
+    return x.unsqueeze(0)
 
 
 def test_variables_first_assigned_in_a_loop_inside_a_branch_or_after_an_early_return():
@@ -389,7 +389,7 @@ def factorial(n):
 def test_clear_errors_for_what_a_graph_cannot_do():
     import pytest
     from torch_autograph import errors
-    with pytest.raises(errors.OperatorNotAllowedInGraphError) as e:
+    with pytest.raises(TypeError) as e:
         ta.function(formats_a_graph_tensor)(torch.tensor([1.0, 2.0]))
     assert "formatting a graph tensor with '.3f'" in str(e.value) and "%sum" in str(e.value)
     assert line_of(formats_a_graph_tensor, "# the format line") in str(e.value)

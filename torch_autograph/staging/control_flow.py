@@ -7,26 +7,25 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
 from ..autograph.operators.control_flow import check_branch_outputs
-from ..autograph.operators.dispatch import RETURN_VALUE_LABEL
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin
 from ..errors import (InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError,
                       TorchAutographError)
-from ..graph import Op, OpKind, SourceLocation, ValueKind
+from ..graph import SourceLocation
 from ..tracing import cond as cond_module
 from ..tracing import lists
 from ..tracing import while_loop as while_module
-from ..tracing.branches import UNSET
+from ..tracing.branches import UNSET, quoted
 from ..tracing.lists import GraphList
 from ..tracing.locations import is_library_file, map_generated, user_location
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, record_with_meta
+from ..tracing.numbers import traced
+from ..tracing.symbols import is_graph_value
+from ..tracing.tensor import GraphTensor
 from .python_builtins import BUILTINS
 from .iteration import is_scalar, iteration, python_sequence
 
@@ -49,10 +48,10 @@ class TorchStagingBackend:
     """Implements `autograph.StagingBackend` with graph `cond` / `while` nodes."""
 
     def is_staged(self, value: Any) -> bool:
-        return isinstance(value, GraphTensor)
+        return is_graph_value(value)
 
     def writes_in_place(self, value: Any) -> bool:
-        return isinstance(value, (GraphTensor, torch.Tensor)) and not isinstance(value, GraphList)
+        return isinstance(value, torch.Tensor)
 
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
@@ -106,9 +105,8 @@ class TorchStagingBackend:
             left, lambda: left, right_thunk, names=("<or>",), origin=location(origin)))
 
     def not_(self, value: Any, origin: Origin) -> Any:
-        if value._value.kind is ValueKind.SCALAR:
-            return record_with_meta(Op(OpKind.OPERATOR, operator.not_, "not"), (value,), {},
-                                           Meta(torch.bool, (), None, ValueKind.SCALAR))
+        if is_scalar(value):  # a run-time number: Python's `not`
+            return traced(torch.sym_not(value) if isinstance(value, torch.SymBool) else value == 0)
         return torch.logical_not(value)
 
     def assert_(self, cond: Any, msg_thunk: Callable[[], Any] | None, origin: Origin) -> None:
@@ -146,8 +144,8 @@ class TorchStagingBackend:
             if extra_test is None:
                 return more
             extra = extra_test(*_restore(vals, init_vars))
-            if isinstance(extra, GraphTensor) or isinstance(more, GraphTensor):
-                if not isinstance(extra, GraphTensor):
+            if is_graph_value(extra) or is_graph_value(more):
+                if not is_graph_value(extra):
                     return more if extra else False
                 return _logical_and(more, extra)
             return more and extra
@@ -189,9 +187,9 @@ class TorchStagingBackend:
     def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
         if not isinstance(target, GraphList):
             return NotImplemented  # a graph tensor under `+=`: its own operator
-        if isinstance(items, GraphTensor):
+        if isinstance(items, (GraphTensor, GraphList)):
             shape = items._value.shape
-            if isinstance(items, GraphList) or not shape or shape[0] is None:
+            if isinstance(items, GraphList) or not shape or type(shape[0]) is not int:
                 raise TypeError(
                     f"cannot extend the graph list %{target._value.name} with {items!r} at {origin} "
                     f"(`{origin.source_line}`): how many elements it has is known only when the graph runs. "
@@ -216,8 +214,7 @@ def _logical_and(a: Any, b: Any) -> Any:
 
 def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, Any]:
     inv = options.get("shape_invariants") or {}
-    # The return slot is only written in the loop: any shape may come out of it.
-    out = {i: None for i, n in enumerate(names) if n == RETURN_VALUE_LABEL}
+    out = {}
     for key, shape in (inv.items() if isinstance(inv, Mapping) else inv):
         if isinstance(key, str):
             if key in names:
@@ -280,7 +277,7 @@ def _as_graph_list(items: list, seen: list, name: str, origin: Origin) -> GraphL
     try:
         return lists.new_list(items, like=seen)
     except TypeError as e:
-        raise TypeError(f"'{name}' is a Python list changed in place in a branch of the `if` at {origin} "
+        raise TypeError(f"{quoted(name)} is a Python list changed in place in a branch of the `if` at {origin} "
                         f"(`{origin.source_line}`), whose condition is a graph value: {e}. Only a list of "
                         "tensors or Python numbers can change in a graph `if`; build a new list in each branch "
                         "instead.") from None
@@ -288,5 +285,4 @@ def _as_graph_list(items: list, seen: list, name: str, origin: Origin) -> GraphL
 
 def _is_tensor_list(v: Any) -> bool:
     # Not an empty list: a branch that fills it says what it holds (see `_ListMutated`).
-    return type(v) is list and bool(v) and all(isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, GraphList)
-                                   for x in v)
+    return type(v) is list and bool(v) and all(isinstance(x, torch.Tensor) for x in v)

@@ -88,7 +88,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         # Whether the statement being visited gets the dual-path shape: True in
         # the function's own body and in plain-path blocks, False inside the
         # generated functions of the staged path (which stay as they were).
-        self.dual: list = [True]
+        self.dual: list = [ctx.dual_path]
         self.globals: set = set()
         self.nonlocals: set = set()
         # Names a nested def or lambda reads or assigns (`nonlocal`): see `_write_through`.
@@ -227,9 +227,6 @@ class _ControlFlowTransformer(transformer.Transformer):
         return [gast.Assign(targets=[state.targets()], value=call, type_comment=None)
                 ] + state.restores()
 
-    def _labels(self, state: state_lib.State) -> gast.Tuple:
-        return templates.strings_tuple([self.ctx.labels.get(n, n) for n in state.labels])
-
     @staticmethod
     def _options(node: gast.stmt) -> Optional[gast.Dict]:
         options = anno.getanno(node, anno.Basic.LOOP_OPTIONS)
@@ -269,7 +266,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         call = templates.replace_as_expression(
             "ag__.if_stmt(test, true_name, false_name, state, names)", test=test,
             true_name=true_name, false_name=false_name, state=state.values(),
-            names=self._labels(state))
+            names=templates.strings_tuple(state.labels))
         return (transformer.copy_location(self._inits(state, node, incoming_used), node),
                 transformer.copy_location(functions + self._result(call, state), node))
 
@@ -295,7 +292,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         call = templates.replace_as_expression(
             "ag__.while_stmt(test_name, body_name, state, names)", test_name=test_name,
             body_name=body_name, state=state.values(),
-            names=self._labels(state))
+            names=templates.strings_tuple(state.labels))
         options = self._options(node)
         if options is not None:
             call.args.append(options)
@@ -334,7 +331,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         call = templates.replace_as_expression(
             "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=iter_,
             extra_test=extra_name, body_name=body_name, state=state.values(),
-            names=self._labels(state))
+            names=templates.strings_tuple(state.labels))
         options = self._options(node)
         if options is not None:
             call.args.append(options)

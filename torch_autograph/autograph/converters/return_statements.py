@@ -16,8 +16,7 @@ A function whose only `return` is its last statement is left as it is. When
 some path may reach the end of the function without a `return`, the last line
 is `return ag__.retval(retval_, do_return)`: that path returns None, and a
 graph value deciding between a value and None is an error (a graph cannot
-return None on only some paths). The return slot is labelled
-`<return value>` in messages.
+return None on only some paths).
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import gast
 
 from torch_autograph.autograph.converters import jumps
-from torch_autograph.autograph.operators.dispatch import RETURN_VALUE_LABEL
 from torch_autograph.autograph.pyct import anno, templates, transformer
 
 
@@ -70,7 +68,6 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
         return
     flag = ctx.namer.new_symbol("do_return")
     slot = ctx.namer.new_symbol("retval_")
-    ctx.labels[slot] = RETURN_VALUE_LABEL
     falls_off = not _always_returns(fn.body)
 
     def replace(ret: gast.Return) -> list:

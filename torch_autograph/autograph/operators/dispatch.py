@@ -37,10 +37,6 @@ the same length. Values may be:
 
 `origin` is an `origin_info.Origin` naming the user's statement (file, line,
 function, source line), computed only on the staged path.
-
-Labels name what messages may mention: the user's variable names, and
-`RETURN_VALUE_LABEL` for the return slot. The return slot is written, never
-read, inside the statement, so a backend may let its shape vary in a loop.
 """
 
 from __future__ import annotations
@@ -50,9 +46,6 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 from torch_autograph.autograph.pyct.origin_info import Origin
 
 Vars = tuple
-
-RETURN_VALUE_LABEL = "<return value>"
-"""The label of the function's return slot (`retval_`) among the state names."""
 
 
 @runtime_checkable

@@ -36,15 +36,13 @@ class ConversionContext:
         function_name: the converted function's name.
         namespace: resolves a global/closure name at conversion time (used by
             directives to recognise `set_loop_options`); returns `MISSING`.
-        labels: generated state name -> what messages call it (e.g. the
-            return slot); other state names are labelled by themselves.
     """
 
     namer: "naming.Namer"
     filename: str
     function_name: str
     namespace: Callable[[str], Any] = lambda name: MISSING
-    labels: dict = dataclasses.field(default_factory=dict)
+    dual_path: bool = True
 
 
 MISSING = object()
