@@ -381,3 +381,38 @@ def test_st_attr_graph_value_that_cannot_be_stored_says_what_to_do(backend):
         ops.st_attr(obj, "items", [Staged(1)])  # a Python list rebuilt around graph values
     with pytest.raises(TypeError, match=r"item 0 of 'tuple' object .* does not support item assignment"):
         ops.st_item(([],), 0, Staged([1]))
+
+
+def test_new_list_operators_plain_behave_like_python():
+    l = [1, 2, 3]
+    assert ops.list_insert(l, 1, 9) is l and l == [1, 9, 2, 3]
+    assert ops.list_delitem(l, 0) is l and l == [9, 2, 3]
+    assert ops.list_delitem(l, slice(0, 2)) is l and l == [3]
+    pair = ops.list_pop(l)
+    assert ops.list_popped(pair, None) == 3 and l == []
+    assert ops.get_item([4, 5, 6], 1) == 5 and ops.get_item({"k": 1}, "k") == 1
+    assert ops.get_item((7, 8), -1) == 8 and ops.get_item("ab", 0) == "a"
+    with pytest.raises(IndexError):
+        ops.get_item([], 0)
+    with pytest.raises(TypeError):
+        ops.get_item([1], 1.5)
+
+
+def test_new_list_operators_staged(backend):
+    l = ops.list_insert(Staged([1, 2]), 0, 5)
+    assert unwrap(l) == [5, 1, 2]
+    assert unwrap(ops.list_delitem(l, 1)) == [5, 2]
+    assert unwrap(ops.get_item([10, 20, 30], Staged(2))) == 30
+    assert backend.calls["list_insert"] == backend.calls["list_delitem"] == 1
+    assert backend.calls["sequence_getitem"] == 1
+
+
+def test_retval_with_the_return_flag():
+    assert ops.retval(ops.UndefinedReturnValue(), False) is None
+    assert ops.retval(3, True) == 3 and ops.retval(3) == 3 and ops.retval(None, True) is None
+
+
+def test_retval_refuses_a_value_or_none_decided_by_a_staged_flag(backend):
+    with pytest.raises(ValueError, match=r"returns a value on some paths and reaches its end"):
+        ops.retval(3, Staged(True))
+    assert ops.retval(None, Staged(True)) is None  # None either way

@@ -280,9 +280,10 @@ def convert(f: Callable, *, strict: bool = False) -> Callable:
     back unchanged; a `functools.partial` comes back as a partial of the
     converted function, a staticmethod as its converted function, and a
     function behind a library decorator (`@torch.no_grad()`) as the
-    decorator's wrapper around the converted function. With `strict=False` (what `ta.function` uses) a function
-    that cannot be converted (no source, unsupported syntax) runs as-is
-    after one warning; with `strict=True` that raises ConversionError.
+    decorator's wrapper around the converted function. With `strict=False`
+    (what `ta.function` uses) a function that cannot be converted (no
+    source, unsupported syntax) runs as-is after one warning; with
+    `strict=True` that raises ConversionError.
     """
     if getattr(f, _DO_NOT_CONVERT, False):
         return f

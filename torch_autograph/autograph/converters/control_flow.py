@@ -63,6 +63,12 @@ constant subscripts it assigns (see `state.py`). A state name that may be
 unbound where the operator call reads it (no definition reaches it, or
 every branch of an `if` overwrites it) is first set to
 `ag__.Undefined('name')`. An `if` without `else` passes None as `false_fn`.
+A name a branch reads before assigning it but that is dead after the `if`
+(assigned in a loop that may not run) is passed in and comes out undefined.
+A state name that a nested def or lambda reads comes into each generated
+function that calls something under a fresh parameter and is stored into the
+enclosing variable (`nonlocal i; i = i_1`), so that a closure called while
+the body is traced sees the traced iteration's value.
 """
 
 from __future__ import annotations

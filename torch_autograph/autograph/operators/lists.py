@@ -1,9 +1,9 @@
 """Functional list operations so that lists can be loop state (appends in a tensor loop work).
 
-Inside loops and branches `l.append(x)` becomes `l = ag__.list_append(l, x)`,
-`y = l.pop()` becomes `l, y = ag__.list_pop(l)`, `l.insert(i, x)` becomes
-`l = ag__.list_insert(l, i, x)` and `del l[i]` becomes
-`l = ag__.list_delitem(l, i)`; everywhere `l.extend(xs)`
+`l.append(x)` becomes `l = ag__.list_append(l, x)`, `y = l.pop()` becomes
+`l, y = ag__.list_pop(l)`, `l.insert(i, x)` becomes
+`l = ag__.list_insert(l, i, x)`, `del l[i]` becomes
+`l = ag__.list_delitem(l, i)`, `l.extend(xs)`
 becomes `l = ag__.list_extend(l, xs)` and `l += [x]` becomes
 `l = ag__.list_iadd(l, [x])` (see converters/lists.py). With a plain list they
 mutate it in place and return it, exactly like the method calls and `+=`.
@@ -40,7 +40,7 @@ def list_popped(pair: tuple, rebound: Any) -> Any:
     """The element of `pair = list_pop(...)`; `rebound` is the store of the list evaluated alongside.
 
     A `pop` inside an expression becomes
-    `ag__.list_popped(pop_ := ag__.list_pop(l), l := pop_[0])`: the list is
+    `ag__.list_popped(popped := ag__.list_pop(l), l := popped[0])`: the list is
     rebound where Python pops it, and the expression still gives the element.
     """
     return pair[1]
