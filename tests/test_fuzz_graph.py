@@ -30,6 +30,7 @@ whose graph differs from eager only that way (it agrees once `v -= e` is
 written `v = v - (e)`) counts as `aliasing`.
 """
 
+import linecache
 import os
 import random
 import re
@@ -158,6 +159,8 @@ def test_graph_matches_python_10000_programs():
                 category, detail = "internal error", f"{type(e).__name__}: {e}"
             tally.add(category, f"{source}inputs={inputs}", detail)
         ta.autograph.clear_cache()
+        for name in [k for k in linecache.cache if k.startswith("<fuzz program")]:
+            del linecache.cache[name]
     report = ints.summary("10,000 programs on ints:") + "\n" + floats.summary("the same on floats (gradients):")
     print(report)
     assert not ints.failures() and not floats.failures(), report

@@ -10,6 +10,7 @@ For each program drawn by `program_gen.programs()`:
 
 from __future__ import annotations
 
+import linecache
 import os
 
 import pytest
@@ -56,19 +57,22 @@ def _outcome(source, args):
     from fuzz_outcomes import classify_error
 
     original = program_gen.load(source)
-    expected = _run(original, args)
-    converted = to_graph(original)
-    if _run(converted, args) != expected:
-        return "mismatch", "converted code on ints"
-    with fake_backend.installed():
-        try:
-            staged = ("ok", fake_backend.unwrap(converted(*(fake_backend.Staged(a) for a in args))))
-        except Exception as e:  # noqa: BLE001 - classified unless Python raised the same
-            staged = ("raised", type(e).__name__)
-            if staged != expected:
-                return classify_error(e), f"{type(e).__name__}: {e}"
-    api.clear_cache()
-    return ("ok", "") if staged == expected else ("mismatch", f"staged {staged}, Python {expected}")
+    try:
+        expected = _run(original, args)
+        converted = to_graph(original)
+        if _run(converted, args) != expected:
+            return "mismatch", "converted code on ints"
+        with fake_backend.installed():
+            try:
+                staged = ("ok", fake_backend.unwrap(converted(*(fake_backend.Staged(a) for a in args))))
+            except Exception as e:  # noqa: BLE001 - classified unless Python raised the same
+                staged = ("raised", type(e).__name__)
+                if staged != expected:
+                    return classify_error(e), f"{type(e).__name__}: {e}"
+        return ("ok", "") if staged == expected else ("mismatch", f"staged {staged}, Python {expected}")
+    finally:
+        api.clear_cache()  # every program is new: keep the cache (and memory) small
+        linecache.cache.pop(original.__code__.co_filename, None)
 
 
 @pytest.mark.slow

@@ -523,3 +523,20 @@ def test_numbers_keep_python_values_and_eager_gradients():
             assert_matches_eager(int_or_float, torch.tensor([v, 0.5]), torch.tensor(n))
     for a, b in ((2.0, 2.0), (1.0, 3.0), (3.0, 1.0)):
         assert_matches_eager(min_max_ties, torch.tensor(a), torch.tensor(b))
+
+
+def min_of_number_and_tensor_then_in_place(a, c):
+    z = a
+    x = min(abs(a), 0)  # eagerly the Python 0: abs(a) is not kept for backward
+    z += c  # changes `a` in place
+    return x, z
+
+
+def test_min_keeps_only_the_picked_argument_for_backward():
+    for v in (1.0, -2.0):
+        a, c = torch.tensor(v, requires_grad=True), torch.tensor(0.5, requires_grad=True)
+        out = ta.function(min_of_number_and_tensor_then_in_place)(a * 1, c * 1)
+        eager = min_of_number_and_tensor_then_in_place(a * 1, c * 1)
+        assert float(out[0]) == float(eager[0]) and float(out[1]) == float(eager[1])
+        out[1].backward()  # no "modified by an inplace operation": abs(a) is not in the graph
+        assert float(a.grad) == 1.0 and float(c.grad) == 1.0

@@ -13,6 +13,7 @@ import torch
 
 from ..autograph.operators.py_builtins import LazyRange
 from ..graph import Op, OpKind
+from ..tracing import cond as cond_module
 from ..tracing.lists import GraphList, element_meta
 from ..tracing.locations import user_location
 from ..tracing.numbers import traced
@@ -80,13 +81,14 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
         if not any(_is_graph_tensor(v) for v in items):
             pick_number = torch.sym_min if builtin is builtins.min else torch.sym_max
             return traced(functools.reduce(pick_number, items))  # run-time Python numbers: Python's min/max
-        # Python keeps the first extreme element: a later one wins only if strictly smaller (larger),
-        # so on a tie the gradient goes to the first one too.
+        # Python gives one of the arguments: the first extreme one (a later one wins only if strictly
+        # smaller, or larger). A graph `if` picks it when the graph runs, so autograd records only the
+        # argument picked, as eagerly (the other one's computation is not kept for backward).
         better = operator.lt if builtin is builtins.min else operator.gt
         out = items[0]
         for it in items[1:]:
-            out, it = _as_tensors(out, it)
-            out = torch.where(better(it, out), it, out)
+            out = cond_module.cond(better(it, out), lambda it=it: it, lambda out=out: out,
+                                   names=(f"<{builtin.__name__}>",), origin=user_location())
         return out
 
     return handler
@@ -109,20 +111,6 @@ def _any_all(builtin: Callable, items: list) -> Any:
              else torch.tensor(bool(v)) for v in items]
     stacked = torch.stack(flags)
     return stacked.any() if builtin is builtins.any else stacked.all()
-
-
-def _as_tensors(a: Any, b: Any) -> tuple[Any, Any]:
-    """Both operands as tensors, Python numbers taking the dtype Python arithmetic would give."""
-    def tensor_like(v: Any, other: Any) -> Any:
-        if _is_graph_tensor(v):
-            return v
-        kind = _NUMBER_TYPES.get(type(v).__mro__[1], type(v)) if is_symbolic(v) else type(v)
-        dtype = torch.result_type(other, kind())
-        return torch.tensor(v, dtype=dtype, device=other.device)
-
-    if not _is_graph_tensor(a):
-        return tensor_like(a, b), b
-    return a, tensor_like(b, a)
 
 
 def _sum(x: Any, start: Any = 0) -> Any:
