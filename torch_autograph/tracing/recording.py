@@ -129,9 +129,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         if loc is not None and hasattr(e, "add_note"):
             e.add_note(f"while tracing {op.name} at {loc}")
         raise
-    unknown_grad = any(getattr(a, "_rg_unknown", False) for a in _traced_values((args, kwargs)))
+    unknown_grad = torch.is_grad_enabled() and _reaches_unknown_grad(args, kwargs)
     outputs: list[Value] = []
-    result, pattern = _wrap(meta, state, op, outputs, unknown_grad and torch.is_grad_enabled())
+    result, pattern = _wrap(meta, state, op, outputs, unknown_grad)
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
@@ -176,6 +176,18 @@ def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value
     grad = torch.is_grad_enabled()
     state.add_node(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
                         grad_enabled=None if grad == state.entry_grad else grad))
+
+
+def _reaches_unknown_grad(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument's requires_grad is unknown while tracing (it depends on each call's tensors)."""
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        if isinstance(a, Traced):
+            if getattr(a, "_rg_unknown", False):
+                return True
+        elif isinstance(a, (list, tuple, dict)) and any(getattr(x, "_rg_unknown", False)
+                                                        for x in _traced_values(a)):
+            return True
+    return False
 
 
 def _wrap(meta: Any, state: Any, op: Op, outputs: list[Value], unknown_grad: bool) -> tuple[Any, Any]:

@@ -121,6 +121,7 @@ class SymbolTable:
         self._mode: Any = None
         self.sources: dict[Any, Any] = {}  # sympy symbol -> InputDim | FromValue | OutputDim
         self.input_dims: list[tuple[Any, InputDim]] = []  # (symbol, source), in placeholder order
+        self.templates: dict[Any, Any] = {}  # graph-tensor wrappers by symbolic metadata (tensor.py)
         self._asserts_counted = 0  # env.num_deferred_runtime_asserts when last looked at
         self._asserts_taken: set[int] = set()  # ids of the RuntimeAsserts already handled
 

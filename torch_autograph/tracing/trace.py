@@ -36,6 +36,9 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
                                          "max", "min", "int", "float", "bool", "round", "pow"}
 
 
+_CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
+
+
 class TraceState:
     """Everything one trace accumulates; the current one lives in a ContextVar."""
 
@@ -50,6 +53,7 @@ class TraceState:
         self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
         self.closed = False
         self._names: set[str] = set() if parent is None else self.root._names
+        self._name_counters: dict[str, int] = {}  # base -> the next suffix to try (on the root)
         self._captures: dict[int, GraphTensor] = {}
         self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
@@ -67,14 +71,23 @@ class TraceState:
 
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
-        if base[0].isdigit():
-            base = "v" + base
-        name, i = base, 1
-        while name in self._names or name in _RESERVED:
-            name = f"{base}_{i}"
-            i += 1
-        self._names.add(name)
+        clean = _CLEAN_NAMES.get(base)
+        if clean is None:
+            clean = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
+            if clean[0].isdigit():
+                clean = "v" + clean
+            if len(_CLEAN_NAMES) < 10_000:
+                _CLEAN_NAMES[base] = clean
+        names, counters = self._names, self.root._name_counters
+        name, i = clean, counters.get(clean, 1)
+        if name in names or name in _RESERVED:
+            while True:  # resumes where the last name of this base stopped: no rescan of taken suffixes
+                name = f"{clean}_{i}"
+                i += 1
+                if name not in names:
+                    break
+            counters[clean] = i
+        names.add(name)
         return name
 
     # ----- values ---------------------------------------------------------------------
