@@ -37,11 +37,15 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"graph", "errors", "config", "logs"},
     "state": {"tracing", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
-    "function": {"autograph", "tracing", "state", "backends", "graph", "logs"} | LEAVES,
+    "exporting": {"tracing", "state", "backends", "graph", "logs"} | LEAVES,
+    "function": {"autograph", "tracing", "state", "backends", "exporting", "graph", "logs"} | LEAVES,
     "summary": {"function", "graph"} | LEAVES,
+    "saved_model": {"function", "exporting", "tracing", "state", "graph"} | LEAVES,
+    "onnx": {"function", "exporting", "graph"} | LEAVES,
     "cli": {"autograph", "function", "tracing", "graph"} | LEAVES,
     "__main__": {"cli"},
-    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs"} | LEAVES,
+    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
+            "saved_model", "onnx"} | LEAVES,
 }
 
 

@@ -156,11 +156,12 @@ def _branch_module(g: Graph, operands: list[Value]) -> fx.GraphModule:
     return fx.GraphModule(root, fx_graph)
 
 
-def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
+def lowering_error(node: Node, why: str, fix: str, to: str = "torch.fx") -> GraphLoweringError:
+    """The error for a node that cannot be lowered `to` (torch.fx, torch.export): the node, the user's line, a fix."""
     loc = node.origin
     where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
-    return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to torch.fx: {why}.{code}\n"
+    return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to {to}: {why}.{code}\n"
                               f"Fix: {fix}.")
 
 
