@@ -49,7 +49,7 @@ cpp-demo: $(STAMP)
 		-DCMAKE_PREFIX_PATH="$$($(PY) -c 'import torch; print(torch.utils.cmake_prefix_path)')" > /dev/null
 	cmake --build $(CPP_DEMO)/cmake -j 2
 	LD_LIBRARY_PATH="$$($(PY) -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" \
-		$(CPP_DEMO)/cmake/demo $(CPP_DEMO)/model.pt2 $(CPP_DEMO)/tensors.txt
+		$(CPP_DEMO)/cmake/demo $(CPP_DEMO)/aoti/call_0.pt2 $(CPP_DEMO)/tensors.txt
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

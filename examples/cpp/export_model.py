@@ -2,9 +2,11 @@
 
     python examples/cpp/export_model.py OUT_DIR
 
-writes OUT_DIR/model.pt2 (the package `main.cpp` loads) and OUT_DIR/tensors.txt:
-the inputs and the expected output as plain text (one tensor per line: dtype,
-rank, sizes, values), which the C++ program reads, runs, and compares.
+saves `refine` with `ta.saved_model.save(..., aot_compile=True)` into OUT_DIR
+(OUT_DIR/aoti/call_0.pt2 is the AOTInductor package `main.cpp` loads) and writes
+OUT_DIR/tensors.txt: the inputs and the expected output as plain text (one
+tensor per line: dtype, rank, sizes, values), which the C++ program reads, runs,
+and compares.
 """
 
 import os
@@ -38,9 +40,8 @@ def line(t: torch.Tensor) -> str:
 
 
 def main(out_dir: str) -> None:
-    os.makedirs(out_dir, exist_ok=True)
-    package = os.path.join(out_dir, "model.pt2")
-    torch._inductor.aoti_compile_and_package(refine.get_concrete_function().export(), package_path=package)
+    ta.saved_model.save(refine, out_dir, aot_compile=True)
+    package = os.path.join(out_dir, "aoti", "call_0.pt2")
     x, steps = torch.randn(5, 4), torch.tensor(6)  # 5 rows: the package takes any number
     with open(os.path.join(out_dir, "tensors.txt"), "w") as f:
         f.write("\n".join([line(x), line(steps), line(refine(x, steps))]) + "\n")

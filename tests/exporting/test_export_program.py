@@ -309,3 +309,78 @@ def test_returning_a_graph_list_is_a_clear_error():
     cf = ta.function(_returns_list).get_concrete_function(torch.ones(3), torch.tensor(2))
     with pytest.raises(GraphLoweringError, match=r"(?s)returns the graph list %out_1.*Fix: return torch.stack\(lst\)"):
         cf.export()
+
+
+def _nested_appends(x, n, m):
+    out = []
+    for i in range(n):
+        for j in range(m):
+            out.append(x[0] * i + j)
+    return torch.stack(out).sum(0), torch.stack(out).size(0)
+
+
+def test_a_list_appended_in_nested_loops_reserves_their_product():
+    exported_matches(_nested_appends, [ROWS, COUNT, COUNT],
+                     [(rows(2), torch.tensor(a), torch.tensor(b)) for a, b in ((1, 3), (2, 3), (3, 1))])
+
+
+def _bounded_while(x):
+    out = []
+    while x.sum() < 100:
+        ta.autograph.experimental.set_loop_options(maximum_iterations=4)
+        x = x * 2 + 1
+        out.append(x)
+    return torch.stack(out)
+
+
+def test_maximum_iterations_bounds_a_while_that_grows_a_list():
+    exported_matches(_bounded_while, [ta.TensorSpec([3], torch.float32)],
+                     [(torch.zeros(3),), (torch.full((3,), 10.0),), (torch.full((3,), 20.0),)], compare_eager=False)
+
+
+def test_ta_export_decorates_a_plain_function_with_its_signature():
+    program = ta.export(_branchy, input_signature=[ROWS])
+    x = rows(7)
+    torch.testing.assert_close(program.module()(x)[0], _branchy(x))
+
+
+def test_a_gradient_inside_the_graph_is_a_clear_error():
+    w = torch.ones(3, requires_grad=True)
+
+    def step(x):
+        with ta.GradientTape() as tape:
+            loss = (x * w).sum()
+        return tape.gradient(loss, w)
+
+    cf = ta.function(step).get_concrete_function(torch.ones(3))
+    with pytest.raises(GraphLoweringError, match=r"(?s)runs autograd inside the graph.*Fix: export the inference "
+                                                 r"function"):
+        cf.export()
+
+
+def _updates_in_place(x, n):
+    acc = torch.zeros(3)
+    start = acc
+    for _ in range(n):
+        acc.add_(x.sum(0))  # the same tensor at every iteration: threaded through the loop, copied back
+    return acc * 1, start * 1
+
+
+def test_a_tensor_updated_in_place_in_a_loop_is_seen_through_every_alias():
+    exported_matches(_updates_in_place, [ROWS, COUNT], [(rows(2), torch.tensor(k)) for k in (0, 1, 3)])
+
+
+def _updates_its_start(x, n):
+    acc = torch.zeros(3)
+    start = acc
+    for _ in range(n):
+        acc.add_(x.sum(0))  # the first iteration updates `start`'s tensor, later ones others
+        acc = acc * 2
+    return acc, start
+
+
+def test_a_loop_variable_updated_in_place_and_read_after_the_loop_is_refused():
+    cf = ta.function(_updates_its_start).get_concrete_function(rows(2), torch.tensor(2))
+    with pytest.raises(GraphLoweringError, match=r"the loop updates loop variable %acc in place and its "
+                                                 r"initial tensor %zeros is read after the loop"):
+        cf.export()

@@ -105,6 +105,10 @@ class ExportCodegen(ListLowering):
         if self.capture_attrs is not None:
             for v, _ in self.graph.captures:
                 w.line(f"{v.name} = _self.{self.capture_attrs[id(v)]}")
+        # The inputs' symbolic sizes as numbers, for nested functions to read (reading them from the input
+        # tensor there would make torch.while_loop see that tensor twice when it is also a loop's initial value).
+        for symbol, text in self.graph.sizes.items():
+            w.line(f"{size_name(symbol)} = {text}")
         scope = Scope(self.graph, params={id(v) for v in self.graph.inputs})
         self.nodes(self.graph.nodes, scope)
         outs = []
@@ -144,6 +148,7 @@ class ExportCodegen(ListLowering):
             self.w._indent -= 1
 
     def node(self, node: Node, scope: Scope) -> None:
+        self.scope = scope  # the scope code is being written in (list capacity hoists values into it)
         op = node.op
         if op.effects & Effect.RUNS_PYTHON:
             raise lowering_error(node, "it runs Python at every call (ta.py_function, ta.print, a staged optimizer "
@@ -265,7 +270,17 @@ class ExportCodegen(ListLowering):
                       loop_vars + written, loop_vars, extra_outputs=[f"{counter} + 1"] if counter else [],
                       carried=(loop_vars, node.args[0]))
         del body_outputs
-        inits = [self.constant_or_name(a, lv) for a, lv in zip(node.args[0], loop_vars)]
+        # torch.while_loop refuses a tensor that is both a loop's initial value and read by it from outside (or
+        # the initial value of two loop variables): those start from a copy.
+        lifted = {id(v) for g in node.subgraphs for v in g.inputs}
+        seen: set[int] = set()
+        inits = []
+        for a, lv in zip(node.args[0], loop_vars):
+            text = self.constant_or_name(a, lv)
+            if isinstance(a, Value) and (id(a) in lifted or id(a) in seen):
+                text = f"({text}[0].clone(), {text}[1].clone())" if a.kind is ValueKind.LIST else f"{text}.clone()"
+            seen.add(id(a))
+            inits.append(text)
         inits += [v.name for v in written] + (["torch.zeros((), dtype=torch.int64)"] if counter else [])
         targets = [v.name for v in node.outputs] + [f"_written_{v.name}_{k}" for v in written]
         targets += [f"_{counter}"] if counter else []
@@ -337,7 +352,7 @@ class ExportCodegen(ListLowering):
 
         text = PythonPrinter().doprint(expr)
         for name in sorted(names, key=len, reverse=True):
-            text = re.sub(rf"\b{name}\b", self.graph.sizes[name], text)
+            text = re.sub(rf"\b{name}\b", size_name(name), text)
         return text
 
     def write_back(self, written: list[Value], k: int, node: Node) -> None:
@@ -401,6 +416,11 @@ class _Detached:
 
     def __init__(self, value: Value) -> None:
         self.value = value
+
+
+def size_name(symbol: str) -> str:
+    """The variable holding an input's symbolic size in exported code (`_size_u0 = x.size(0)`)."""
+    return f"_size_{symbol}"
 
 
 def _is_list(v: Any) -> bool:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..backends.fx_lowering import lowering_error
-from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values
+from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, walk_nodes
 from ..state import tensor_array as tarr
 from ..tracing import lists
 
@@ -54,7 +54,8 @@ class ListLowering:
             return True
         if op.kind is OpKind.FUNCTION and target in _STACKS and args and _is_list(args[0]):
             dim = node.kwargs.get("dim", args[1] if len(args) > 1 else 0)
-            w.line(f"{out.name} = {_RT}.{_STACKS[target]}({w.raw(args[0])}, {w.raw(dim)})", node.origin)
+            w.line(f"{out.name} = {_RT}.{_STACKS[target]}({w.raw(args[0])}, {w.raw(dim)}, nonempty=True)",
+                   node.origin)
             return True
         if op.kind is not OpKind.FUNCTION or not callable(target):
             return False
@@ -120,7 +121,7 @@ class ListLowering:
         """A list element's dim as code: an int, or the input size it is (`x.size(0)`)."""
         if d is not None and type(d) is int:
             return str(d)
-        source = self.graph.sizes.get(str(d)) if d is not None else None
+        source = self.size_code(d) if d is not None else None
         if source is None:
             raise lowering_error(node, f"its elements have a size ({d}) known only when the graph runs, not one "
                                  "of the inputs' sizes", "make the elements' shape fixed (pad or slice them)",
@@ -160,6 +161,30 @@ class ListLowering:
                                  to="torch.export")
         return self.w.raw(bound)
 
+    def hoist(self: "ExportCodegen", v: Value, graph: Graph) -> bool:
+        """Compute `v`, defined inside `graph`, here too (before the loop that runs `graph`) if it is a pure
+        function of values defined outside it (an inner loop's length `int(m)`); False if it is not."""
+        inner = {id(o): n for n in walk_nodes(graph) for o in n.outputs}
+        order: list[Node] = []
+
+        def visit(value: Value) -> bool:
+            node = inner.get(id(value))
+            if node is None:
+                return True  # defined outside: visible here
+            if node.op.stateful or node.op.kind is OpKind.CONTROL or node.subgraphs:
+                return False
+            if not all(visit(a) for a in node.input_values()):
+                return False
+            if node not in order:
+                order.append(node)
+            return True
+
+        if not visit(v):
+            return False
+        for node in order:
+            self.node(node, self.scope)
+        return True
+
     def growth(self: "ExportCodegen", graph: Graph, family: set[int], where: Node) -> str:
         """Code for how many rows running `graph` may add to the lists in `family` (Value ids), or "0"."""
         family = set(family)
@@ -179,7 +204,7 @@ class ListLowering:
                     per_iteration = self.growth(node.subgraphs[1], carried, node)
                     if per_iteration != "0":
                         bound = target.trip_count if target.trip_count is not None else target.maximum_iterations
-                        if isinstance(bound, Value) and id(bound) in inner:
+                        if isinstance(bound, Value) and id(bound) in inner and not self.hoist(bound, graph):
                             raise lowering_error(node, "a list grows in a loop whose number of iterations is "
                                                  "computed inside an enclosing loop, so the rows to reserve are "
                                                  "not known before the enclosing loop starts", "give the inner loop "

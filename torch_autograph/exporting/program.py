@@ -33,7 +33,7 @@ def exportable_module(graph: Graph, captures_as_inputs: bool = False) -> torch.n
     Its generated source is `module.ta_source`.
     """
     written = {id(v) for n in walk_nodes(graph) for v in node_writes(n)}
-    attrs = {id(v): v.name if not hasattr(torch.nn.Module, v.name) and v.name not in ("forward", "training")
+    attrs = {id(v): v.name if not hasattr(torch.nn.Module, v.name) and v.name not in _RESERVED
              else f"capture_{v.name}" for v, _ in graph.captures}
     forward, src = compile_forward(graph, None if captures_as_inputs else attrs)
     cls = type(f"{_identifier(graph.name)}_export", (torch.nn.Module,), {"forward": forward, "__module__": __name__})
@@ -126,6 +126,16 @@ def _finite(bound: Any) -> int | None:
         return int(bound)
     except (TypeError, ValueError, OverflowError, AttributeError):
         return None  # an infinite bound
+
+
+# Attribute names the module cannot take: its own, and C++ keywords (AOTInductor names a buffer's C++ variable
+# after it, and a buffer called `const`, the tracer's name for a captured constant, does not compile).
+_RESERVED = frozenset({"forward", "training"}) | frozenset(
+    "alignas alignof and asm auto bitand bitor bool break case catch char class compl const constexpr continue "
+    "decltype default delete do double else enum explicit export extern false float for friend goto if inline int "
+    "long mutable namespace new noexcept not nullptr operator or private protected public register return short "
+    "signed sizeof static struct switch template this throw true try typedef typename union unsigned using "
+    "virtual void volatile while xor".split())
 
 
 def example_inputs(graph: Graph) -> list[torch.Tensor]:

@@ -183,11 +183,17 @@ def items(lst: ListPair) -> torch.Tensor:
     return buf.narrow(0, 0, k)
 
 
-def stack(lst: ListPair, dim: int = 0) -> torch.Tensor:
+def stack(lst: ListPair, dim: int = 0, nonempty: bool = False) -> torch.Tensor:
+    """`torch.stack(lst, dim)` (`nonempty`: fail on an empty list as torch.stack does; TensorArray.stack
+    gives an empty tensor)."""
+    if nonempty:
+        torch._assert_async(lst[1] > 0, "stack expects a non-empty TensorList")
     return items(lst).movedim(0, dim) if dim else items(lst)
 
 
-def cat(lst: ListPair, dim: int = 0) -> torch.Tensor:
+def cat(lst: ListPair, dim: int = 0, nonempty: bool = False) -> torch.Tensor:
+    if nonempty:
+        torch._assert_async(lst[1] > 0, "torch.cat(): expected a non-empty list of Tensors")
     rows = items(lst)
     d = dim if dim >= 0 else dim + rows.dim() - 1
     return rows.movedim(0, d).flatten(d, d + 1)
