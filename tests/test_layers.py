@@ -7,8 +7,10 @@
     tracing/    backends/       graph (and the leaves; backends also logs); neither imports the other
     state/                      tracing, backends, graph
     staging/                    autograph <-> tracing (and state)
+    exporting/                  graphs as torch.export programs: tracing, state, backends, graph
     function/                   every layer below it
     summary                     function and graph (TensorBoard event files)
+    saved_model/, onnx          saving and ONNX: function, exporting (and below)
     cli, __main__               the command line: the API layers (and __main__ only cli)
     torch_autograph/__init__    the public API: anything
 

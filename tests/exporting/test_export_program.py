@@ -384,3 +384,36 @@ def test_a_loop_variable_updated_in_place_and_read_after_the_loop_is_refused():
     with pytest.raises(GraphLoweringError, match=r"the loop updates loop variable %acc in place and its "
                                                  r"initial tensor %zeros is read after the loop"):
         cf.export()
+
+
+def test_in_place_ops_inside_branches_are_functionalized():
+    hits = torch.zeros(())
+
+    def f(x):
+        y = x.clone()
+        if x.sum() > 0:
+            y.add_(1)  # a tensor of the enclosing code, updated in a branch
+            hits.add_(1)  # a captured tensor: the program's buffer
+        else:
+            y.mul_(-1)
+        return y
+
+    f_graph = ta.function(f, input_signature=[ROWS])
+    module = f_graph.get_concrete_function().export().module()
+    before = hits.clone()
+    for x in (rows(3).abs(), -rows(3).abs(), rows(2).abs()):
+        torch.testing.assert_close(module(x)[0], f_graph(x))
+    (buffer,) = list(module.buffers())
+    torch.testing.assert_close(buffer - before, hits - before)  # two positive calls on each side
+
+
+def _updates_a_loop_variable(x, n):
+    acc = x.sum(0)
+    for _ in range(n):
+        acc.add_(1)  # a loop variable updated in place: cloned in the loop body
+        acc = acc * 2
+    return acc
+
+
+def test_a_loop_variable_updated_in_place():
+    exported_matches(_updates_a_loop_variable, [ROWS, COUNT], [(rows(2), torch.tensor(k)) for k in (0, 1, 3)])

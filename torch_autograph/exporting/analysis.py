@@ -23,7 +23,7 @@ _WRITERS = {torch.nn.functional.batch_norm: _NORM_STATS,
 
 
 def node_writes(node: Node) -> list[Value]:
-    """The tensors `node` updates in place (its own writes; for control flow, its sub-graphs' writes of outer values)."""
+    """The tensors `node` updates in place (its own writes; for control flow, what its sub-graphs write outside)."""
     op = node.op
     if op.kind is OpKind.CONTROL:
         if isinstance(op.target, CondOp):

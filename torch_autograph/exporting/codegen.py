@@ -134,7 +134,7 @@ class ExportCodegen(ListLowering):
         for node in nodes:
             if node.grad_enabled is False and node.op.effects & Effect.WRITES_FIRST_ARG:
                 # An in-place update under no_grad is written as an update by detached values instead: torch.export
-                # loses an input updated inside a no_grad region (see `_update`).
+                # loses an input updated inside a no_grad region (see `_outside_grad_mode`).
                 node = _outside_grad_mode(node)
             if node.grad_enabled != mode:
                 if mode is not None:
@@ -152,7 +152,8 @@ class ExportCodegen(ListLowering):
         op = node.op
         if op.effects & Effect.RUNS_PYTHON:
             raise lowering_error(node, "it runs Python at every call (ta.py_function, ta.print, a staged optimizer "
-                                 "step), which an exported program cannot hold", "move it out of the function you export (or into the code calling it)",
+                                 "step), which an exported program cannot hold",
+                                 "move it out of the function you export (or into the code calling it)",
                                  to="torch.export")
         if op.runs_autograd:
             raise lowering_error(node, f"{op.name} runs autograd inside the graph (a training step); an exported "
@@ -208,7 +209,8 @@ class ExportCodegen(ListLowering):
         if method == "copy_":
             line = f"{target} = {value}" if indexed else f"{t.name}.copy_({value})"
         else:
-            line = f"{target} {'+=' if method == 'add_' else '-='} {value}" if indexed else f"{t.name}.{method}({value})"
+            op = "+=" if method == "add_" else "-="
+            line = f"{target} {op} {value}" if indexed else f"{t.name}.{method}({value})"
         self.w.line(line, node.origin)
 
     def check(self, node: Node) -> None:
@@ -265,11 +267,9 @@ class ExportCodegen(ListLowering):
             if counter:
                 pred = f"{_RT}.logical_and({counter} < {w.raw(limit)}, {pred})"
             w.line(f"return {pred}")
-        body_outputs = list(body_g.outputs)
-        self.function(f"_while_body_{k}", with_counter, body_g, _unique(written + writes(body_g)),
-                      loop_vars + written, loop_vars, extra_outputs=[f"{counter} + 1"] if counter else [],
-                      carried=(loop_vars, node.args[0]))
-        del body_outputs
+        self.function(f"_while_body_{k}", with_counter, body_g, written, loop_vars + written, loop_vars,
+                      extra_outputs=[f"{counter} + 1"] if counter else [], carried=(loop_vars, node.args[0]),
+                      cloned=_unique(written + writes(body_g)))
         # torch.while_loop refuses a tensor that is both a loop's initial value and read by it from outside (or
         # the initial value of two loop variables): those start from a copy.
         lifted = {id(v) for g in node.subgraphs for v in g.inputs}
@@ -290,19 +290,22 @@ class ExportCodegen(ListLowering):
         self.write_back(written, k, node)
 
     def function(self, name: str, params: list[str], g: Graph, written: list[Value], inputs: list[Value],
-                 like: Any, extra_outputs: list[str] = (), carried: tuple | None = None) -> None:
-        """A nested function running sub-graph `g`: `written` inputs cloned on entry and returned after its outputs."""
+                 like: Any, extra_outputs: list[str] = (), carried: tuple | None = None,
+                 cloned: list[Value] | None = None) -> None:
+        """A nested function running sub-graph `g`: the outer tensors it updates (`written`) are cloned on entry
+        and returned after its outputs; `cloned`: every input it updates (a loop body's loop variables too)."""
         w = self.w
         w.line(f"def {name}({', '.join(params)}):")
         with w.indented():
-            for v in written:
+            for v in (written if cloned is None else cloned):
                 if any(v is i for i in inputs):
                     w.line(f"{v.name} = {v.name}.clone()")
             inner = Scope(g, params={id(v) for v in inputs})
             if carried is not None:
                 self.carried_sizes(*carried)
             self.nodes(g.nodes, inner)
-            outs = [self.branch_output(o, inner, out, written) for o, out in zip(g.outputs, like)]
+            outs = [self.branch_output(o, inner, out, written if cloned is None else cloned)
+                    for o, out in zip(g.outputs, like)]
             outs += [v.name for v in written if any(v is i for i in inputs)] + list(extra_outputs)
             w.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
 

@@ -70,7 +70,9 @@ class _Entry:
                                         f"ta.saved_model.save(..., aot_compile=True)")
             from torch._inductor import aoti_load_package
 
-            self._fn = aoti_load_package(os.path.join(export_dir, meta["aoti"]))
+            # Its loader's `run` (what C++ calls): the package's Python wrapper re-reads its pytree specs per call.
+            run = aoti_load_package(os.path.join(export_dir, meta["aoti"])).loader.run
+            self._fn = lambda *flat: run(list(flat))
             self._captures: list[torch.Tensor] = []
         else:
             self._fn = torch.export.load(os.path.join(export_dir, meta["program"])).module()
