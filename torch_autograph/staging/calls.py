@@ -25,6 +25,7 @@ import torch
 from ..tracing.context import current
 from ..autograph import convert
 from ..tracing.user_ops import label_of, py_function
+from . import library
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
 try:
@@ -51,7 +52,12 @@ def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
     """Call override: `optimizer.step()` & co. from converted code become run-time nodes while tracing."""
     if current() is None or not _is_staged_method(f):
         return NotImplemented
-    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
+    if library.is_staged(f):
+        return NotImplemented  # the method stages itself (library.py), from here or from anywhere else
+    owner = getattr(f, "__self__", None)
+    if owner is not None:  # a class defined after the last trace started
+        return library.stage_call(owner, f.__func__, f.__name__, args, kwargs)
+    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))  # `optimizer.step` as an LR scheduler wrapped it
     return py_function(fn, args, name=label_of(f))
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import torch
 
-from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
 from .locations import user_location
 
 
@@ -34,22 +33,6 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
         f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
         f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
         f"Return it from the function instead.")
-
-
-def warn_grad_read(state: Any, t: torch.Tensor) -> None:
-    """Reading `.grad` while tracing gives its trace-time value: say so once per trace and line."""
-    loc = user_location()
-    key = ("grad", str(loc))
-    if key in state.root.warned:
-        return
-    state.root.warned.add(key)
-    warn_at_user_line(TraceTimeValueWarning(
-        f"`.grad` of a {'parameter' if isinstance(t, torch.nn.Parameter) else 'tensor'} with shape "
-        f"{tuple(t.shape)} was read while tracing{' at ' + str(loc) if loc else ''}: the graph uses the value it "
-        f"had then ({'None' if t.grad is None else 'a tensor from before this call'}), not the gradient "
-        f"computed when the graph runs. Code that reads gradients after `loss.backward()` in a traced step "
-        f"(e.g. torch.nn.utils.clip_grad_norm_) must run at run time: wrap it in ta.py_function, or use "
-        f"ta.GradientTape, whose gradients are graph values."), loc)
 
 
 def warn_at_user_line(warning: Warning, loc: Any = None) -> None:

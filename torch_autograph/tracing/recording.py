@@ -28,10 +28,11 @@ from torch.overrides import TorchFunctionMode
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind
 from ..graph.walkers import iter_leaves
-from .classify import AUTOGRAD_META, INPLACE_OPERATORS, RUN_NOW, classify
+from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
-from .messages import leaked_tensor_error, warn_grad_read
+from . import grads
+from .messages import leaked_tensor_error
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
@@ -135,6 +136,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
+    if func in BACKWARD_CALLS:
+        roots = vargs[0] if isinstance(vargs[0], (list, tuple)) else [vargs[0]]
+        grads.after_backward(state, list(roots), kwargs.get("inputs"))
     if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
         return None
     return result
@@ -284,15 +288,18 @@ class TracingMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", None) == "grad" \
+                and current() is not None and not isinstance(args[0], Traced):
+            return grads.write(current(), args[0], args[1])  # `p.grad = g`: when the graph runs
         if _contains_graph(args) or _contains_graph(kwargs):
             return handle_graph_call(func, args, kwargs)
-        name = getattr(func, "__name__", "")
         if name == "__get__":
             owner = getattr(func, "__self__", None)
             attr = getattr(owner, "__name__", None)
             state = current()
             if attr == "grad" and state is not None:
-                warn_grad_read(state, args[0])
+                return grads.read(state, args[0])  # the gradient when the graph reaches this read
             if attr not in ("T", "mT", "H", "mH", "real", "imag", "data"):
                 return func(*args, **kwargs)
         elif name in RUN_NOW:

@@ -36,6 +36,9 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
                                          "max", "min", "int", "float", "bool", "round", "pow"}
 
 
+# Called before each root trace (the staging layer wraps the training-step methods of classes defined since).
+BEFORE_TRACE: list[Callable[[], None]] = []
+
 _CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
 
 
@@ -64,6 +67,7 @@ class TraceState:
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
+        self.grads: Any = None  # the root's grads.GradTracker, once traced code touches `.grad`
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
@@ -290,6 +294,8 @@ class TraceState:
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
     lazy_dynamo.defer()  # meta kernels would import torch._dynamo (about 1 s) for nothing
+    for prepare in BEFORE_TRACE:
+        prepare()
     state = TraceState(graph)
     try:
         with trace_hooks.installed(), activate(state), TracingMode():
