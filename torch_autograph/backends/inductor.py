@@ -193,6 +193,10 @@ class _Runner:
         # then never compiles on the call path), and for training calls of a small region.
         self.default = default
         self.may_compile = True
+        # jit_compile="auto" on a graph with side effects: called with the arguments of the next call that runs
+        # `default` because compiling is off, to compile from them in the background (tiering.Tiered).
+        self.sampler: Callable[["_Runner", tuple], None] | None = None
+        self.background = False  # compiled off the call path (jit_compile="auto")
         # A region too small to gain from AOT autograd's training graph (whose run time wrapper costs tens of
         # µs per call) runs `default` when its call records autograd.
         self.python_when_training = python_when_training
@@ -247,6 +251,8 @@ class _Runner:
                 elif not self.may_compile or (len(self.variants) >= MAX_VARIANTS and self.default is not None):
                     # tiered, or a shape seen after MAX_VARIANTS others (a None dim, a loop variable changing
                     # shape in a region): the default backend, never made current, no compile on this call.
+                    if self.sampler is not None and not self.may_compile:
+                        self.sampler(self, args)
                     return self.default
                 else:
                     fn = self.variants[key] = self.compile(args)
@@ -280,6 +286,7 @@ class _Runner:
         return guarded
 
     def _compile_by_reference(self, args: tuple, config: dict[str, Any] | None = None) -> Callable:
+        from torch._functorch import config as functorch_config
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
 
@@ -287,7 +294,11 @@ class _Runner:
             # One compile at a time in this process: inductor's lazy set-up (pattern registration) is not
             # thread-safe, and jit_compile="auto" compiles in background threads.
             known = {k: v for k, v in (config or {}).items() if hasattr(inductor_config, k)}
-            with _COMPILE_LOCK, torch.set_grad_enabled(self.grad), \
+            # AOT autograd compiles a training graph's backward at its first backward call: on the call path.
+            # A background compile (jit_compile="auto", where no call waits for a compile) does it now.
+            eager_backward = {"force_non_lazy_backward_lowering": True} if self.background and hasattr(
+                functorch_config, "force_non_lazy_backward_lowering") else {}
+            with _COMPILE_LOCK, torch.set_grad_enabled(self.grad), functorch_config.patch(eager_backward), \
                     inductor_config.patch(known), warnings.catch_warnings():  # grad False: self-differentiating
                 # inductor's GEMM autotuning reads `Tensor.storage()`, which warns on every compile.
                 warnings.filterwarnings("ignore", "TypedStorage is deprecated", UserWarning)

@@ -43,13 +43,18 @@ class Tiered(Compiled):
     requires_grad and values, never the caller's tensors) and starts one daemon thread that:
 
     1. compiles the graph with inductor for the examples' layout and requires_grad pattern; a graph
-       split at control flow (`regions.split`) runs once on the examples instead, compiling the regions
-       they reach (regions reached only by other arguments stay on their Python code);
+       split at control flow or at staged calls (`regions.split`) runs once on the examples instead,
+       compiling the regions they reach (regions reached only by other arguments stay on their Python
+       code);
     2. times the compiled and the default function on the examples (interleaved rounds, medians, under
        the trace's grad mode) and `install`s the compiled entry only when it is faster (one attribute
        store: a concurrent call runs one or the other). A graph with side effects (Variable updates,
-       optimizer steps, prints, random ops) is not run on the examples: it is not timed (the compiled
-       entry is installed), and one with control flow stays on the default backend (`on_fail`).
+       optimizer steps, prints, random ops) is not run on the examples and not timed: the compiled entry
+       is installed. Split, such a graph (a training step: `backward()` and `optimizer.step()` split it)
+       takes its regions' examples from the next real call instead, which runs the split code with every
+       region on its Python code, each region copying its arguments; the regions are then compiled from
+       those copies in the background (`_compile_regions_from_a_call`). A split graph with no region
+       worth compiling keeps the default backend ("kept default").
 
     No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
@@ -105,8 +110,9 @@ class Tiered(Compiled):
             effect = side_effect(self.graph)
             try:
                 entry = self._compiled(tuple(example), effect)
-                faster = effect is not None or self._faster(entry, tuple(example))
+                faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
+                self.install(self.default)
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
@@ -117,19 +123,18 @@ class Tiered(Compiled):
         finally:
             self.done.set()
 
-    def _compiled(self, example: tuple, effect: Node | None) -> Callable[..., Any]:
-        """The compiled entry, its code compiled for `example` (which it may run once)."""
+    def _compiled(self, example: tuple, effect: Node | None) -> Callable[..., Any] | None:
+        """The compiled entry, its code compiled for `example` (which it may run once); None: nothing to compile."""
         try:
             gm, slots, values_graph = _lower(self.graph)
-        except GraphLoweringError:  # control flow: compile the regions the examples reach, by running them
-            if effect is not None:
-                loc = effect.origin
-                raise GraphLoweringError(
-                    f"graph {self.graph.name} has control flow, so its regions are compiled by running it once on "
-                    f"a copy of the arguments, which its side effect %{effect.name} ({effect.op.name}"
-                    f"{f' at {loc}' if loc else ''}) rules out; jit_compile=True compiles it at its first call"
-                ) from None
+        except GraphLoweringError:  # control flow or staged calls: compile the regions
             fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=self.freeze)
+            for r in runners:
+                r.background = True
+            if not runners:
+                return None
+            if effect is not None:
+                return self._compile_regions_from_a_call(fn, runners)
             for r in runners:
                 r.may_compile = True
             with torch.set_grad_enabled(self.grad):
@@ -139,9 +144,46 @@ class Tiered(Compiled):
             return fn
         runner = _Runner(values_graph, gm, slots, self.return_tuple, self.grad, f"graph {self.graph.name}",
                          default=torch_codegen.compile_graph(values_graph, return_tuple=True), freeze=self.freeze)
+        runner.background = True
         runner.variants[runner.key(example)] = runner.compile(example)
         runner.may_compile = False
         return runner.entry()
+
+    def _compile_regions_from_a_call(self, fn: Callable[..., Any], runners: list[_Runner]) -> Callable[..., Any]:
+        """Compile the regions of split code `fn` from copies of the arguments they get in the next call.
+
+        The graph has side effects (an optimizer step, a Variable update): running it on a copy of the
+        arguments would apply them twice. The next call runs `fn` instead of the default function, its
+        regions on their Python code (the same ops the default runs); each region copies its arguments
+        once. That call then puts the default function back while this thread compiles the regions
+        from the copies. Regions the call did not reach keep their Python code.
+        """
+        samples: dict[int, tuple[_Runner, tuple]] = {}
+
+        def sample(runner: _Runner, args: tuple) -> None:
+            runner.sampler = None
+            samples[id(runner)] = (runner, tuple(_examples(args)))
+
+        called = threading.Event()
+        tier = self
+
+        def sampling(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            finally:
+                for r in runners:
+                    r.sampler = None
+                tier.install(tier.default)
+                called.set()
+
+        for r in runners:
+            r.sampler = sample
+        self.install(sampling)
+        called.wait()
+        for runner, example in samples.values():
+            with runner.lock:
+                runner.variants[runner.key(example)] = runner.compile(example)
+        return fn if samples else None
 
     def _faster(self, compiled: Callable[..., Any], example: tuple) -> bool:
         """Whether `compiled` runs `example` faster than the default function (medians of interleaved rounds)."""

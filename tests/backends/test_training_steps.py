@@ -1,0 +1,117 @@
+"""jit_compile=True and "auto" on unchanged PyTorch training steps: regions compiled around the staged calls.
+
+`optimizer.zero_grad()`, `loss.backward()`, `ta.py_function(...)`, `optimizer.step()` and `scheduler.step()` run
+as Python between compiled regions; 20 steps match the default backend and eager PyTorch. One small model, so
+inductor compiles one forward region (a few seconds; "auto" reuses inductor's cache of the same code).
+"""
+
+import copy
+import shutil
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_autograph as ta
+from torch_autograph.backends import regions
+from torch_autograph.errors import GraphLoweringError
+from torch_autograph.graph import Effect, walk_nodes
+
+HERE = __file__.rsplit("/", 1)[-1]
+needs_cxx = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                               reason="inductor on CPU needs a C++ compiler")
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16), torch.nn.GELU(),
+                               torch.nn.Linear(16, 3))
+
+
+def _trainer():
+    model = _model()
+    opt = torch.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=20)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y) * 0.5 + 0.1  # one region: the forward and the loss
+        loss.backward()
+        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5))
+        opt.step()
+        sched.step()
+        return loss
+
+    return model, step
+
+
+def _data(n=20):
+    g = torch.Generator().manual_seed(1)
+    return [(torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g)) for _ in range(n)]
+
+
+def _run(step, model, data):
+    losses = [step(x, y).detach() for x, y in data]
+    return torch.stack(losses), [p.detach().clone() for p in model.parameters()]
+
+
+def test_staged_calls_are_never_in_a_region():
+    model, step = _trainer()
+    f = ta.function(step)
+    graph = f.get_concrete_function(*_data(1)[0]).graph
+    seen = []
+    split = regions.split(graph, lambda region, grad: seen.append(region) or (lambda *a: None))
+    assert len(seen) == 1 and [n.op.name for n in seen[0].nodes][:2] == ["linear", "tanh"]
+    for region in seen:
+        assert not any(n.op.runs_autograd or n.op.effects & Effect.RUNS_PYTHON for n in walk_nodes(region))
+    names = [n.op.name for n in split.nodes]  # in program order, around the one region
+    assert names[:4] == ["AdamW.zero_grad", "region", "backward", "<lambda>"] and len(names) == 6
+    assert names[4].endswith(".step") and names[5] == "CosineAnnealingLR.step"
+
+
+def test_to_fx_names_the_staged_call_it_cannot_lower():
+    model, step = _trainer()
+    f = ta.function(step)
+    cf = f.get_concrete_function(*_data(1)[0])
+    line = step.__code__.co_firstlineno + 1
+    with pytest.raises(GraphLoweringError, match=rf"cannot lower the call AdamW.zero_grad at File "
+                                                 rf"\".*{HERE}\", line {line} to torch.fx: it runs Python at every call"):
+        cf.to_fx()
+
+
+@pytest.fixture
+def compile_small_regions(monkeypatch):
+    # The forward region has 8 ops: compiled also for training calls (AOT autograd), not only past 16 ops.
+    monkeypatch.setattr(regions, "MIN_TRAINING_REGION_OPS", 1)
+
+
+@needs_cxx
+@pytest.mark.parametrize("jit", [True, "auto"])
+def test_training_step_compiles_around_staged_calls_and_matches_the_default_backend(jit, compile_small_regions):
+    data = _data()
+    eager_model, eager_step = _trainer()
+    want_losses, want_params = _run(eager_step, eager_model, data)
+    default_model, default_step = _trainer()
+    default_losses, default_params = _run(ta.function(default_step), default_model, data)
+    assert torch.equal(default_losses, want_losses)  # the default backend runs eager's ops
+
+    old = ta.config.get_jit_threshold()
+    ta.config.set_jit_threshold(2)
+    try:
+        model, step = _trainer()
+        f = ta.function(step, jit_compile=jit)
+        losses = []
+        for i, (x, y) in enumerate(data):
+            losses.append(f(x, y).detach())
+            if jit == "auto" and i == 2:  # call 2 started the compile, call 3 gave the regions their examples
+                cf = f.concrete_functions[0]
+                assert cf.wait_for_compile(240) and cf.jit_status == "compiled"
+    finally:
+        ta.config.set_jit_threshold(old)
+    params = [p.detach() for p in model.parameters()]
+    # inductor's kernels may round differently from eager's: float32 tolerance over 20 AdamW steps
+    torch.testing.assert_close(torch.stack(losses), default_losses)
+    torch.testing.assert_close(params, default_params)
+    source = f.concrete_functions[0].graph.python_source
+    assert source.count("compiled with inductor:") == 1
+    assert f.experimental_get_tracing_count() == 1
