@@ -1,6 +1,6 @@
 """jit_compile=True and "auto" on unchanged PyTorch training steps: regions compiled around the staged calls.
 
-`optimizer.zero_grad()`, `loss.backward()`, `ta.py_function(...)`, `optimizer.step()` and `scheduler.step()` run
+`model.train()`, `optimizer.zero_grad()`, `loss.backward()`, `ta.py_function(...)`, `optimizer.step()` and `scheduler.step()` run
 as Python between compiled regions; 20 steps match the default backend and eager PyTorch. One small model, so
 inductor compiles one forward region (a few seconds; "auto" reuses inductor's cache of the same code).
 """
@@ -34,6 +34,7 @@ def _trainer():
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=20)
 
     def step(x, y):
+        model.train()  # staged too: a mode change the graph replays
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y) * 0.5 + 0.1  # one region: the forward and the loss
         loss.backward()
@@ -65,8 +66,8 @@ def test_staged_calls_are_never_in_a_region():
     for region in seen:
         assert not any(n.op.runs_autograd or n.op.effects & Effect.RUNS_PYTHON for n in walk_nodes(region))
     names = [n.op.name for n in split.nodes]  # in program order, around the one region
-    assert names[:4] == ["AdamW.zero_grad", "region", "backward", "<lambda>"] and len(names) == 6
-    assert names[4].endswith(".step") and names[5] == "CosineAnnealingLR.step"
+    assert names[:5] == ["Sequential.train", "AdamW.zero_grad", "region", "backward", "<lambda>"]
+    assert names[5].endswith(".step") and names[6:] == ["CosineAnnealingLR.step"]
 
 
 def test_to_fx_names_the_staged_call_it_cannot_lower():
@@ -74,7 +75,7 @@ def test_to_fx_names_the_staged_call_it_cannot_lower():
     f = ta.function(step)
     cf = f.get_concrete_function(*_data(1)[0])
     line = step.__code__.co_firstlineno + 1
-    with pytest.raises(GraphLoweringError, match=rf"cannot lower the call AdamW.zero_grad at File "
+    with pytest.raises(GraphLoweringError, match=rf"cannot lower the call Sequential.train at File "
                                                  rf"\".*{HERE}\", line {line} to torch.fx: it runs Python at every call"):
         cf.to_fx()
 

@@ -18,7 +18,14 @@ class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
 
 
 def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
-    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line."""
+    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line.
+
+    After its trace ended (a graph tensor kept in an attribute or a global, used after the call) the
+    error is `InaccessibleTensorError`: nothing is being traced, the tensor escaped.
+    """
+    trace = getattr(g, "_trace", None)
+    if trace is not None and trace.root.closed:
+        return leaked_tensor_error(g)
     loc = user_location()
     where = f" at {loc}" if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
@@ -91,8 +98,9 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
     owner = g._trace.graph.name if g._trace is not None else "?"
     return InaccessibleTensorError(
         f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
-        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
-        f"Return it from the function instead.")
+        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic: such Python "
+        f"side effects run once, while tracing, so it holds no value of any call (in eager PyTorch it would "
+        f"hold the last call's). Return it from the function instead (`loss = step(x)`, then `loss.item()`).")
 
 
 def warn_grad_read(state: Any, t: torch.Tensor) -> None:

@@ -18,7 +18,7 @@ import torch
 
 from ..graph import Graph, Value, ValueKind, map_nest
 from .context import activate, current
-from .guards import trace_hooks
+from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
 from .messages import leaked_tensor_error
 from .tensor import GraphTensor, TracingMode
@@ -41,6 +41,7 @@ class TraceState:
         self._names: set[str] = set() if parent is None else self.root._names
         self._captures: dict[int, GraphTensor] = {}
         self.modules: dict[int, torch.nn.Module] = {}
+        self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         # A run-time Python number whose __index__ torch's argument parser tried since the last recorded
         # op: if the trace then fails with a TypeError, that refusal is the likely cause.
@@ -128,6 +129,7 @@ def tracing(graph: Graph) -> Iterator[TraceState]:
             yield state
     finally:
         state.closed = True
+        state.module_modes.restore()
 
 
 @contextmanager
