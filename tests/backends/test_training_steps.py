@@ -116,3 +116,23 @@ def test_training_step_compiles_around_staged_calls_and_matches_the_default_back
     source = f.concrete_functions[0].graph.python_source
     assert source.count("compiled with inductor:") == 1
     assert f.experimental_get_tracing_count() == 1
+
+
+@needs_cxx
+def test_jit_compiles_one_variant_per_autocast_state_around_the_call():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+
+    def f(x):
+        return (torch.tanh(lin(x)) * 2.0 + 1.0).sin().sum(-1)
+
+    g = ta.function(f, jit_compile=True)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        for enabled in (True, False, True):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled):
+                got, want = g(x), f(x)
+            assert got.dtype == want.dtype == (torch.bfloat16 if enabled else torch.float32)
+            # inductor keeps bf16 intermediates in float32 where eager rounds each op: bf16 tolerance
+            torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    assert g.experimental_get_tracing_count() == 1

@@ -27,6 +27,9 @@ Specialisation (checked per call, cheaply):
 - sizes and strides: inductor's code asserts them; an input of another
   layout (or a `None` dim taking a new size) gets a new compile, up to
   `MAX_VARIANTS` per graph or region; later layouts run the default backend.
+- autocast: the autocast regions in force around the call (`with
+  torch.autocast(...)` around it): inductor compiles autocast's casts into
+  the code, so a call under another autocast state gets its own variant.
 Captured tensors are read by reference at every call (buffers and parameters
 of the lowered module); their requires_grad is taken at compile time.
 
@@ -56,6 +59,7 @@ graph is much faster than the first (benchmarks/bench_jit.py measures both).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
 import warnings
@@ -219,7 +223,7 @@ class _Runner:
         def call(*args: Any) -> Any:
             current = state[0]
             if current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
-                                   != current[0]):
+                                   != current[0]) or (autocast_state() if _any_autocast() else None) != current[2]:
                 fn = runner.select(args, state)
             else:
                 fn = current[1]
@@ -236,8 +240,10 @@ class _Runner:
         return call
 
     def key(self, args: tuple) -> tuple:
+        """What a compiled variant is specialised on: the layouts, requires_grad, and the autocast in force
+        (inductor bakes autocast's casts into the code it compiles under it)."""
         return tuple((a.shape, a.stride(), a.requires_grad and self.grad, a.dtype, a.device)
-                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
+                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args) + (autocast_state(),)
 
     def select(self, args: tuple, state: list[Any]) -> Callable:
         """The variant compiled for these arguments (compiling it now if allowed); made the current one."""
@@ -256,7 +262,8 @@ class _Runner:
                     return self.default
                 else:
                     fn = self.variants[key] = self.compile(args)
-        state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn)
+        state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
+                    key[-1])
         return fn
 
     def compile(self, args: tuple) -> Callable:
@@ -308,6 +315,24 @@ class _Runner:
             raise GraphLoweringError(f"inductor could not compile {self.what}: {type(e).__name__}: "
                                      f"{msg.splitlines()[0] if msg else ''}\nFix: {_FIX}.") from e
         return compiled  # aot_module_simplified's forward(*args), whatever its `_boxed_call` says
+
+
+_any_autocast = torch._C._is_any_autocast_enabled
+
+
+def autocast_state() -> tuple | None:
+    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
+    if not _any_autocast():
+        return None
+    return tuple((d, torch.get_autocast_dtype(d)) for d in ("cpu", "cuda") if torch.is_autocast_enabled(d))
+
+
+def under_autocast(state: tuple | None) -> contextlib.ExitStack:
+    """A context entering the autocast regions of `state` (from `autocast_state()`), for another thread."""
+    stack = contextlib.ExitStack()
+    for device, dtype in state or ():
+        stack.enter_context(torch.autocast(device, dtype=dtype))
+    return stack
 
 
 def side_effect(graph: Graph) -> Node | None:

@@ -16,7 +16,7 @@ import torch
 from ..errors import GraphLoweringError
 from ..graph import Graph, Node
 from . import Compiled, CompileOptions, torch_codegen
-from .inductor import _compile_split, _lower, _Runner, side_effect
+from .inductor import _compile_split, _lower, _Runner, autocast_state, side_effect, under_autocast
 
 _Fallback = Callable[[str], None]
 
@@ -101,16 +101,18 @@ class Tiered(Compiled):
                 return
             self.install(self.default)  # stop counting
             self._status = "compiling"
-            self.thread = threading.Thread(target=self._compile, args=(_examples(args),), daemon=True,
-                                           name=f"ta-jit-{self.graph.name}")
+            # The examples and the autocast regions the call runs under (thread-local: entered again there).
+            self.thread = threading.Thread(target=self._compile, args=(_examples(args), autocast_state()),
+                                           daemon=True, name=f"ta-jit-{self.graph.name}")
             self.thread.start()
 
-    def _compile(self, example: list[Any]) -> None:
+    def _compile(self, example: list[Any], autocast: tuple | None = None) -> None:
         try:
             effect = side_effect(self.graph)
             try:
-                entry = self._compiled(tuple(example), effect)
-                faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
+                with under_autocast(autocast):
+                    entry = self._compiled(tuple(example), effect)
+                    faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
                 self.install(self.default)
                 self._status = "failed"
@@ -158,11 +160,11 @@ class Tiered(Compiled):
         once. That call then puts the default function back while this thread compiles the regions
         from the copies. Regions the call did not reach keep their Python code.
         """
-        samples: dict[int, tuple[_Runner, tuple]] = {}
+        samples: dict[int, tuple[_Runner, tuple, tuple | None]] = {}
 
         def sample(runner: _Runner, args: tuple) -> None:
             runner.sampler = None
-            samples[id(runner)] = (runner, tuple(_examples(args)))
+            samples[id(runner)] = (runner, tuple(_examples(args)), autocast_state())
 
         called = threading.Event()
         tier = self
@@ -180,8 +182,8 @@ class Tiered(Compiled):
             r.sampler = sample
         self.install(sampling)
         called.wait()
-        for runner, example in samples.values():
-            with runner.lock:
+        for runner, example, autocast in samples.values():
+            with runner.lock, under_autocast(autocast):
                 runner.variants[runner.key(example)] = runner.compile(example)
         return fn if samples else None
 

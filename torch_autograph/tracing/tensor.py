@@ -32,7 +32,8 @@ from ..graph.walkers import iter_leaves
 from .context import current
 from .graph_shape import GraphShape
 from .locations import user_location
-from .messages import holds_none, leaked_tensor_error, not_allowed, unknown_dim_error, warn_grad_read
+from .messages import (autocast_error, autocast_state, holds_none, leaked_tensor_error, not_allowed,
+                       unknown_dim_error, warn_grad_read)
 from .shape_inference import SCALAR_OPERATORS, DataDependentValue, Meta, UnknownOutputCount, shape_inference
 
 
@@ -291,6 +292,7 @@ _RUN_NOW = frozenset({
     "_record_function_enter_new", "_record_function_exit", "_record_function_exit._RecordFunction",  # profiler ranges
 })
 _FunctionType = types.FunctionType
+_any_autocast = torch._C._is_any_autocast_enabled
 # Torch's callables are classified once each: a bounded set (torch's API and the library's helpers).
 _CLASSIFY_CACHE_SIZE = 8192
 _classify_cache: dict[Any, tuple[Op, Callable, bool]] = {}
@@ -383,6 +385,9 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
             raise leaked_tensor_error(a)
         raise AssertionError("bug in torch_autograph: record() outside a trace")
     state.root.refused_index = None
+    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+        if autocast_state() != state.root.entry_autocast:
+            raise autocast_error(state.root.entry_autocast)
     op, infer_fn, swap = _classify(func)
     if swap:
         args = (args[1], args[0]) + tuple(args[2:])

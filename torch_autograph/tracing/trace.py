@@ -20,7 +20,7 @@ from ..graph import Graph, Value, ValueKind, map_nest
 from .context import activate, current
 from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
-from .messages import leaked_tensor_error
+from .messages import autocast_state, leaked_tensor_error
 from .tensor import GraphTensor, TracingMode
 
 _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "nan", "self", "None", "True", "False",
@@ -35,6 +35,7 @@ class TraceState:
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
+        self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
         # Read once per trace: torch.get_default_device() costs microseconds per call.
         self.default_device = torch.get_default_device() if parent is None else parent.default_device
         self.closed = False
