@@ -51,10 +51,10 @@ class Tiered(Compiled):
        store: a concurrent call runs one or the other). A graph with side effects (Variable updates,
        optimizer steps, prints, random ops) is not run on the examples and not timed: the compiled entry
        is installed. Split, such a graph (a training step: `backward()` and `optimizer.step()` split it)
-       takes its regions' examples from the next real call instead, which runs the split code with every
-       region on its Python code, each region copying its arguments; the regions are then compiled from
-       those copies in the background (`_compile_regions_from_a_call`). A split graph with no region
-       worth compiling keeps the default backend ("kept default").
+       takes its regions' examples from the `threshold`-th call itself, which runs the split code with
+       every region on its Python code (the ops the default runs), each region copying its arguments;
+       the thread compiles the regions from those copies (`_split_and_sample`). A split graph with no
+       region worth compiling keeps the default backend ("kept default").
 
     No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
@@ -89,22 +89,78 @@ class Tiered(Compiled):
         def counting(*args: Any) -> Any:
             n = tier.calls = tier.calls + 1
             if n >= threshold:
-                tier.start(args)
+                return tier.start(args)
             return default(*args)
 
         return counting
 
-    def start(self, args: tuple) -> None:
-        """Begin the background compile for arguments like `args` (once; later calls return at once)."""
+    def start(self, args: tuple) -> Any:
+        """Run this call and begin the background compile for arguments like `args` (once)."""
         with self._lock:
             if self.thread is not None:
-                return
+                return self.default(*args)
             self.install(self.default)  # stop counting
             self._status = "compiling"
-            # The examples and the autocast regions the call runs under (thread-local: entered again there).
-            self.thread = threading.Thread(target=self._compile, args=(_examples(args), autocast_state()),
-                                           daemon=True, name=f"ta-jit-{self.graph.name}")
+            split = self._split_and_sample() if side_effect(self.graph) is not None else None
+            if split is None:
+                # The examples and the autocast regions the call runs under (thread-local: entered again there).
+                target, job = self._compile, (_examples(args), autocast_state())
+            else:
+                target, job = self._compile_samples, split
+            self.thread = threading.Thread(target=target, args=job, daemon=True, name=f"ta-jit-{self.graph.name}")
+        if split is None:
             self.thread.start()
+            return self.default(*args)
+        fn, runners, samples = split
+        try:
+            return fn(*args)  # the regions on their Python code, each copying its arguments once
+        finally:
+            for r in runners:
+                r.sampler = None
+            self.thread.start()
+
+    def _split_and_sample(self) -> tuple[Callable[..., Any], list[_Runner], dict] | None:
+        """For a graph with side effects that fx cannot take whole: the split code, its region runners set to
+        sample their arguments at the next call, and the dict the samples go to; None otherwise.
+
+        Such a graph must not run on a copy of the arguments (an optimizer step would be applied twice): the
+        call that starts the compile runs the split code instead of the default function, and each region
+        copies its arguments (and the autocast around the call) for the background compile.
+        """
+        try:
+            _lower(self.graph)
+            return None
+        except GraphLoweringError:
+            pass
+        fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=self.freeze)
+        samples: dict[int, tuple[_Runner, tuple, tuple | None]] = {}
+
+        def sample(runner: _Runner, args: tuple) -> None:
+            runner.sampler = None
+            samples[id(runner)] = (runner, tuple(_examples(args)), autocast_state())
+
+        for r in runners:
+            r.background = True
+            r.sampler = sample
+        return fn, runners, samples
+
+    def _compile_samples(self, fn: Callable[..., Any], runners: list[_Runner], samples: dict) -> None:
+        """Compile the regions that sampled their arguments; install the split code if any was compiled."""
+        try:
+            try:
+                for runner, example, autocast in list(samples.values()):
+                    with runner.lock, under_autocast(autocast):
+                        runner.variants[runner.key(example)] = runner.compile(example)
+            except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
+                self._status = "failed"
+                why = str(e).strip() or type(e).__name__
+                self.on_fail(why.split("\nFix:")[0])
+                return
+            if samples:
+                self.install(fn)
+            self._status = "compiled" if samples else "kept default"
+        finally:
+            self.done.set()
 
     def _compile(self, example: list[Any], autocast: tuple | None = None) -> None:
         try:
@@ -114,7 +170,6 @@ class Tiered(Compiled):
                     entry = self._compiled(tuple(example), effect)
                     faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
-                self.install(self.default)
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
@@ -135,8 +190,6 @@ class Tiered(Compiled):
                 r.background = True
             if not runners:
                 return None
-            if effect is not None:
-                return self._compile_regions_from_a_call(fn, runners)
             for r in runners:
                 r.may_compile = True
             with torch.set_grad_enabled(self.grad):
@@ -150,42 +203,6 @@ class Tiered(Compiled):
         runner.variants[runner.key(example)] = runner.compile(example)
         runner.may_compile = False
         return runner.entry()
-
-    def _compile_regions_from_a_call(self, fn: Callable[..., Any], runners: list[_Runner]) -> Callable[..., Any]:
-        """Compile the regions of split code `fn` from copies of the arguments they get in the next call.
-
-        The graph has side effects (an optimizer step, a Variable update): running it on a copy of the
-        arguments would apply them twice. The next call runs `fn` instead of the default function, its
-        regions on their Python code (the same ops the default runs); each region copies its arguments
-        once. That call then puts the default function back while this thread compiles the regions
-        from the copies. Regions the call did not reach keep their Python code.
-        """
-        samples: dict[int, tuple[_Runner, tuple, tuple | None]] = {}
-
-        def sample(runner: _Runner, args: tuple) -> None:
-            runner.sampler = None
-            samples[id(runner)] = (runner, tuple(_examples(args)), autocast_state())
-
-        called = threading.Event()
-        tier = self
-
-        def sampling(*args: Any) -> Any:
-            try:
-                return fn(*args)
-            finally:
-                for r in runners:
-                    r.sampler = None
-                tier.install(tier.default)
-                called.set()
-
-        for r in runners:
-            r.sampler = sample
-        self.install(sampling)
-        called.wait()
-        for runner, example, autocast in samples.values():
-            with runner.lock, under_autocast(autocast):
-                runner.variants[runner.key(example)] = runner.compile(example)
-        return fn if samples else None
 
     def _faster(self, compiled: Callable[..., Any], example: tuple) -> bool:
         """Whether `compiled` runs `example` faster than the default function (medians of interleaved rounds)."""
