@@ -41,7 +41,7 @@ NAME = "P9 GPT training step (2x64, bf16 autocast)"
 DEFAULT_TARGET, JIT_VS_COMPILE_TARGET = 0.9, 1.0
 
 
-def workload() -> tuple[Callable[[], tuple[Any, Any]], tuple[torch.Tensor, torch.Tensor]]:
+def workload() -> tuple[Callable[[], tuple[Any, Any]], tuple[list[torch.Tensor], list[torch.Tensor]]]:
     """(a factory of fresh (model, plain step function) pairs, all from one initialisation; a batch)."""
     data, model = train_gpt.build(dropout=0.0)
     state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -56,7 +56,7 @@ def workload() -> tuple[Callable[[], tuple[Any, Any]], tuple[torch.Tensor, torch
 
 
 def under_autocast(step: Callable) -> Callable:
-    def call(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+    def call(xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Tensor:
         with train_gpt.autocast():
             return step(xs, ys)
     return call

@@ -71,12 +71,12 @@ class CharData:
         self.block, self.batch = block, batch
         self.gen = torch.Generator().manual_seed(seed)
 
-    def sample(self, micro_batches: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(inputs, targets), each of shape (micro_batches, batch, block)."""
+    def sample(self, micro_batches: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """(inputs, targets): lists of `micro_batches` tensors of shape (batch, block)."""
         starts = torch.randint(0, len(self.ids) - self.block - 1, (micro_batches * self.batch,), generator=self.gen)
         rows = starts[:, None] + torch.arange(self.block + 1)
-        chunk = self.ids[rows].view(micro_batches, self.batch, self.block + 1)
-        return chunk[..., :-1], chunk[..., 1:]
+        chunks = self.ids[rows].view(micro_batches, self.batch, self.block + 1)
+        return [c[:, :-1].contiguous() for c in chunks], [c[:, 1:].contiguous() for c in chunks]
 
     def decode(self, ids: list[int]) -> str:
         return "".join(self.chars[i] for i in ids)
@@ -173,22 +173,22 @@ def make_trainer(model: GPT, h: Hyper):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     params = list(model.parameters())
 
-    def train_step(xs: torch.Tensor, ys: torch.Tensor) -> torch.Tensor:
+    def train_step(xs: list[torch.Tensor], ys: list[torch.Tensor]) -> torch.Tensor:
         model.train()
         opt.zero_grad(set_to_none=True)
-        total = torch.zeros(())
-        for i in range(h.micro_batches):  # a Python loop: unrolled, one forward and backward per micro-batch
-            logits = model(xs[i])
-            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), ys[i].reshape(-1)) / h.micro_batches
+        losses = []
+        for x, y in zip(xs, ys):  # Python lists: unrolled, one forward and backward per micro-batch
+            logits = model(x)
+            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1)) / len(xs)
+            losses.append(loss.detach())
             loss.backward()
-            total = total + loss.detach()
         # Clipping reads the gradients the backward passes above produce when the graph runs: staged with
         # ta.py_function until `.grad` reads are graph values; then it is a plain
         # `torch.nn.utils.clip_grad_norm_(params, h.clip)`.
         ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(params, h.clip))
         opt.step()
         sched.step()
-        return total
+        return torch.stack(losses).sum()
 
     return train_step, opt, sched
 

@@ -136,3 +136,29 @@ def test_jit_compiles_one_variant_per_autocast_state_around_the_call():
             # inductor keeps bf16 intermediates in float32 where eager rounds each op: bf16 tolerance
             torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
     assert g.experimental_get_tracing_count() == 1
+
+
+def test_the_forward_regions_of_micro_batches_share_one_runner():
+    from torch_autograph.backends import inductor
+
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(xs, ys, scale):
+        opt.zero_grad()
+        for x, y in zip(xs, ys):  # gradient accumulation: the same forward on each micro-batch
+            loss = F.cross_entropy(model(x), y) * scale + 0.1
+            loss.backward()
+        last = (F.cross_entropy(model(xs[0]), ys[0]) * 0.25 + 0.1).detach()  # another constant: its own region
+        opt.step()
+        return last
+
+    data = _data(3)
+    xs, ys = [x for x, _ in data], [y for _, y in data]
+    graph = ta.function(step).get_concrete_function(xs, ys, 0.5).graph
+    seen = []
+    regions.split(graph, lambda region, grad: seen.append(region) or (lambda *a: None))
+    keys = [regions.structure(r, None) for r in seen]
+    assert len(seen) == 4 and keys[0] == keys[1] == keys[2] != keys[3]
+    _, runners = inductor._compile_split(graph, False, True, tiered=True)  # tiered: nothing compiles here
+    assert len(runners) == 2

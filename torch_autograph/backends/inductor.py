@@ -146,17 +146,24 @@ def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool
     arguments it has no compiled variant for once its `may_compile` is turned off.
     """
     runners: list[_Runner] = []
+    by_structure: dict[str, _Runner] = {}
 
     def compile_region(region: Graph, grad_enabled: bool | None) -> Callable[..., Any]:
-        gm, slots, _ = _lower(region)
-        single = len(region.outputs) == 1
-        runner = _Runner(region, gm, slots, not single, grad if grad_enabled is None else grad_enabled,
-                         _region_words(region, graph.name),
-                         default=torch_codegen.compile_graph(region, return_tuple=True),
-                         python_when_training=regions.ops(region.nodes) < regions.MIN_TRAINING_REGION_OPS,
-                         freeze=freeze)
-        runner.may_compile = not tiered
-        runners.append(runner)
+        # Regions computing the same ops on the same captures (the forward pass of each micro-batch of an
+        # unrolled gradient-accumulation loop) share one runner: compiled once, not once per micro-batch.
+        key = regions.structure(region, grad_enabled)
+        runner = by_structure.get(key)
+        if runner is None:
+            gm, slots, _ = _lower(region)
+            single = len(region.outputs) == 1
+            runner = _Runner(region, gm, slots, not single, grad if grad_enabled is None else grad_enabled,
+                             _region_words(region, graph.name),
+                             default=torch_codegen.compile_graph(region, return_tuple=True),
+                             python_when_training=regions.ops(region.nodes) < regions.MIN_TRAINING_REGION_OPS,
+                             freeze=freeze)
+            runner.may_compile = not tiered
+            runners.append(runner)
+            by_structure[key] = runner
         return runner.entry()
 
     split = regions.split(graph, compile_region)

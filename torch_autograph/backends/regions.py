@@ -75,7 +75,8 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, unique_values, walk_nodes
+from ..graph import (Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
+                     walk_nodes)
 
 MIN_REGION_OPS = 5
 MIN_TRAINING_REGION_OPS = 16
@@ -88,6 +89,22 @@ RegionCompiler = Callable[[Graph, "bool | None"], Callable[..., Any]]
 def ops(nodes: list[Node]) -> int:
     """How many ops `nodes` run, for the size rules (GETATTR nodes, e.g. `x.shape`, not counted)."""
     return sum(n.op.kind is not OpKind.GETATTR for n in nodes)
+
+
+def structure(region: Graph, grad_enabled: bool | None) -> str:
+    """A key equal for two regions that compute the same thing: the same ops on inputs of the same types
+    and on the same captured tensors, whatever their values are named."""
+    names: dict[int, str] = {id(v): f"in{i}:{v.type_str()}" for i, v in enumerate(region.inputs)}
+    names.update((id(v), f"capture@{id(t):x}") for v, t in region.captures)
+    lines = [f"grad {grad_enabled}"]
+    for i, node in enumerate(region.nodes):
+        for j, v in enumerate(node.outputs):
+            names[id(v)] = f"v{i}.{j}"
+        lines.append(repr((node.op.kind, node.op.target, node.op.effects, node.grad_enabled,
+                           map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, (node.args, node.kwargs)),
+                           map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, node.pattern))))
+    lines.append(repr([names[id(v)] for v in region.outputs]))
+    return "\n".join(lines)
 
 
 def computes_gradients(graph: Graph) -> bool:
