@@ -1,6 +1,6 @@
 """Train a small character-level GPT with the whole training step as one `@ta.function`.
 
-    python examples/train_gpt.py               # 1000 steps, about a minute on one CPU core
+    python examples/train_gpt.py               # 2000 steps, about a minute on one CPU core
     python examples/train_gpt.py --quick       # 40 steps (make demo)
     python examples/train_gpt.py --jit         # the same step with jit_compile=True (inductor)
     python examples/train_gpt.py --fp32        # without bf16 autocast (with --jit: a tight check)
@@ -8,7 +8,9 @@
 The step is ordinary PyTorch: `model.train()`, `optimizer.zero_grad()`,
 gradient accumulation over micro-batches (`loss.backward()` per micro-batch),
 gradient clipping, `torch.optim.AdamW`, a warmup + cosine LR schedule
-(`LambdaLR`), under bf16 autocast. ta.function stages the training-step calls
+(`LambdaLR`), under bf16 autocast (entered around each call of the step:
+graphs do not record an autocast entered inside them yet, and refuse it).
+ta.function stages the training-step calls
 to run at every call of the graph; with `--jit` inductor compiles the forward
 passes between them. The first steps are checked against the same steps run
 eagerly on a copy of the model (same initialisation, same batches, same
@@ -263,7 +265,7 @@ def run(h: Hyper, jit: bool = False, check: int = 20, dropout: float = 0.1, log_
 def main(argv: list[str] | None = None) -> dict:
     global AUTOCAST
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--quick", action="store_true", help="40 steps (make demo)")
     p.add_argument("--jit", action="store_true", help="jit_compile=True: inductor compiles the forward passes")
     p.add_argument("--fp32", action="store_true", help="no bf16 autocast")
