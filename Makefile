@@ -4,14 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-tf-setup bench-tf fuzz clean
+.PHONY: demo test test-slow docs bench bench-tf-setup bench-tf fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU build of torch, pinned for development (the package itself accepts torch>=2.4).
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,10 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest tests -m slow
 
+# The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link, anchor or API reference fails it.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
@@ -39,4 +43,4 @@ bench-tf: $(STAMP)
 	$(PY) benchmarks/bench_vs_tensorflow.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -1,4 +1,4 @@
-"""P9: the GPT training step of examples/train_gpt.py as one graph, vs eager and vs torch.compile.
+"""P10: the GPT training step of examples/train_gpt.py as one graph, vs eager and vs torch.compile.
 
 The step (2 layers, width 64, block 64, batch 16, 2 micro-batches, bf16 autocast around the call, dropout off
 so every candidate computes the same thing): model.train(), zero_grad, 2 x (forward, loss.backward()),
@@ -37,7 +37,7 @@ import torch_autograph as ta  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
 import train_gpt  # noqa: E402
 
-NAME = "P9 GPT training step (2x64, bf16 autocast)"
+NAME = "P10 GPT training step (2x64, bf16 autocast)"
 DEFAULT_TARGET, JIT_VS_COMPILE_TARGET = 0.9, 1.0
 
 

@@ -3,10 +3,13 @@
     errors, config, nest        leaves: import nothing of the package
     autograph/                  the source transformer: errors and config only, and never torch
     graph/                      the IR alone: errors only
-    tracing/    backends/       graph (and the leaves); neither imports the other
+    logs                        the loggers and the stderr lines (reads config)
+    tracing/    backends/       graph (and the leaves; backends also logs); neither imports the other
     state/                      tracing, backends, graph
     staging/                    autograph <-> tracing (and state)
     function/                   every layer below it
+    summary                     function and graph (TensorBoard event files)
+    cli, __main__               the command line: the API layers (and __main__ only cli)
     torch_autograph/__init__    the public API: anything
 
 Imports inside functions count (a deferred import is still an arrow); imports
@@ -30,11 +33,15 @@ ALLOWED: dict[str, set[str]] = {
     "autograph": {"errors", "config"},
     "graph": {"errors"},
     "tracing": {"graph"} | LEAVES,
-    "backends": {"graph", "errors", "config"},
+    "logs": {"config"},
+    "backends": {"graph", "errors", "config", "logs"},
     "state": {"tracing", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
-    "function": {"autograph", "tracing", "state", "backends", "graph"} | LEAVES,
-    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph"} | LEAVES,
+    "function": {"autograph", "tracing", "state", "backends", "graph", "logs"} | LEAVES,
+    "summary": {"function", "graph"} | LEAVES,
+    "cli": {"autograph", "function", "tracing", "graph"} | LEAVES,
+    "__main__": {"cli"},
+    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs"} | LEAVES,
 }
 
 

@@ -10,7 +10,7 @@ Decorated functions are traced once per input signature into a graph that
 runs on PyTorch (CPU and CUDA) with gradients through torch.autograd.
 """
 
-from . import autograph, config, errors, nest, staging
+from . import autograph, config, errors, nest, staging, summary
 from .function import ConcreteFunction, Function, TraceEvent, function
 from .state import optimizers
 from .state.tape import GradientTape, UnconnectedGradients
@@ -44,6 +44,7 @@ __all__ = [
     "print",
     "py_function",
     "shape",
+    "summary",
     "while_loop",
 ]
 

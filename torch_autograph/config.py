@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+profile_user_lines: bool = False
+"""While `torch.profiler` records, also give each user line of a graph's code a range named `file.py:line`
+(set `ta.config.profile_user_lines = True`). Each `ta.function` call always gets a range named after the
+function and its trace, e.g. `predict (__inference_predict_3)`, when a profiler records; nothing is added to
+a call when none does. Line ranges cover code the default backend runs (not inductor's kernels)."""
 
 
 class _Config:
@@ -9,6 +14,7 @@ class _Config:
     max_traces: int = 64
     jit_threshold: int = 100
     filter_tracebacks: bool = True
+    verbosity: int = 1
 
 
 _config = _Config()
@@ -64,3 +70,21 @@ def set_filter_tracebacks(enabled: bool) -> None:
 def filter_tracebacks() -> bool:
     """Whether `set_filter_tracebacks(True)` is in effect (the default)."""
     return _config.filter_tracebacks
+
+
+def set_verbosity(level: int) -> None:
+    """How much torch_autograph writes on stderr about its work (the `torch_autograph` loggers get it all).
+
+    0: nothing. 1 (the default): one line when a `jit_compile` compile took 2 s or more, e.g.
+    `torch_autograph: inductor compiled graph step in 7.9 s`. 2: also a line for every trace (with its
+    reason) and for the start of every compile. A level above INFO set on the `torch_autograph` logger
+    silences these lines too.
+    """
+    if level not in (0, 1, 2):
+        raise ValueError(f"the verbosity is 0, 1 or 2, got {level!r}")
+    _config.verbosity = int(level)
+
+
+def get_verbosity() -> int:
+    """The level set by `set_verbosity` (default 1)."""
+    return _config.verbosity

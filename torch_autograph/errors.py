@@ -75,6 +75,16 @@ class GraphLoweringError(TorchAutographError):
     """
 
 
+class GraphvizNotFoundError(TorchAutographError, FileNotFoundError):
+    """Rendering a graph picture (`Graph.render`, the CLI's `graph --svg`) needs Graphviz's `dot` program.
+
+    Cause: Graphviz is not installed, or its `dot` is not on PATH.
+    Fix: install it (`apt-get install graphviz`, `brew install graphviz`,
+    `conda install -c conda-forge graphviz`), or use `Graph.to_dot()`, which
+    needs nothing, and render the text elsewhere.
+    """
+
+
 class TraceTimeValueWarning(UserWarning):
     """A value was read while tracing and is frozen into the graph, where it probably should not be.
 

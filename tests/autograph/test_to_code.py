@@ -1,4 +1,4 @@
-"""Golden tests: `to_code` output for each construct, pinned as inline text.
+"""Golden tests: `to_code(f, dual_path=True)` (the code that executes) for each construct, pinned as inline text.
 
 The provenance comment is checked separately (its path depends on the
 working directory).
@@ -331,7 +331,7 @@ def calls(f, xs):
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_to_code(name):
     fn = getattr(golden_src, name)
-    header, body = to_code(fn).split("\n", 1)
+    header, body = to_code(fn, dual_path=True).split("\n", 1)
     assert re.fullmatch(rf"# converted from {name} \(.*golden_src\.py:{fn.__code__.co_firstlineno}\)", header)
     assert body == EXPECTED[name]
 
@@ -340,6 +340,6 @@ def test_to_code_is_deterministic_and_valid_python():
     import ast
     for name in EXPECTED:
         fn = getattr(golden_src, name)
-        text = to_code(fn)
+        text = to_code(fn, dual_path=True)
         ast.parse(text)
-        assert text == to_code(fn)
+        assert text == to_code(fn, dual_path=True)

@@ -100,7 +100,7 @@ def _printing(x):
 
 
 def _py_function(x):
-    return ta.py_function(torch.sin, [x], Tout=torch.float32)
+    return ta.py_function(torch.sin, [x], Tout=ta.TensorSpec([None], torch.float32))
 
 
 def _mask(x):

@@ -433,3 +433,17 @@ def test_new_layouts_past_max_variants_run_the_default_backend(monkeypatch):
         x = torch.randn(n, 3)
         torch.testing.assert_close(f(x), (x.sin() * 2.0 + x.cos()).exp().sum(0))
     assert compiled == [torch.Size([2, 3])]
+
+
+def test_a_compile_logs_its_start_and_end_with_the_duration(caplog):
+    import logging
+    import re
+
+    caplog.set_level(logging.INFO, logger="torch_autograph.jit")
+    f = ta.function(lambda x: torch.sin(x) * 2 + torch.cos(x), jit_compile=True, name="wave")
+    x = torch.randn(8)
+    torch.testing.assert_close(f(x), torch.sin(x) * 2 + torch.cos(x))
+    messages = [r.getMessage() for r in caplog.records if r.name == "torch_autograph.jit"]
+    assert messages[0] == "compiling graph wave with inductor"
+    assert re.fullmatch(r"compiled graph wave with inductor in \d+\.\d\d s", messages[1])
+    assert f.concrete_functions[0].jit_status == "compiled"

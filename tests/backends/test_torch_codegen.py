@@ -40,7 +40,8 @@ def test_each_line_deletes_the_locals_no_later_line_reads():
     src = ta.function(step, autograph=False).get_concrete_function(x).graph.python_source
     lines = [line.split("  #")[0].strip() for line in src.splitlines()[2:]]
     assert lines == ["tanh = torch.tanh(x)", "mul = tanh * _c2;  del tanh", "sum = mul.sum();  del mul",
-                     "torch._tensor.Tensor.backward(sum);  del sum", "mul_1 = x * _c3;  del x",
+                     "torch._tensor.Tensor.backward(sum, gradient=None, retain_graph=None, create_graph=False, "
+                     "inputs=None);  del sum", "mul_1 = x * _c3;  del x",
                      "sum_1 = mul_1.sum();  del mul_1", "return sum_1"]
 
 

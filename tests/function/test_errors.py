@@ -112,5 +112,5 @@ def test_input_signature_accepts_convertible_values():
 
 def test_len_of_graph_tensor_with_unknown_first_dim():
     f = ta.function(lambda x: len(x), autograph=False)
-    with pytest.raises(TypeError, match=r"(?s)len\(\) of a tensor whose first dim is unknown is not allowed.*test_errors.py:\d+.*use x.size\(0\)"):
+    with pytest.raises(TypeError, match=r"(?s)len\(\) of a tensor whose first dim is known only when the graph runs is not allowed.*test_errors.py:\d+.*use x.size\(0\)"):
         f.get_concrete_function(SPEC)

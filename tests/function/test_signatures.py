@@ -68,7 +68,7 @@ def test_subtyping():
 def test_common_supertype_and_generality():
     a, b = TensorSpec((3, 4)), TensorSpec((5, 4))
     assert sig.common_supertype(a, b) == TensorSpec((None, 4))
-    assert sig.common_supertype(TensorSpec((3,)), TensorSpec((3, 1))) == TensorSpec(None)
+    assert sig.common_supertype(TensorSpec((3,)), TensorSpec((3, 1))) is None  # a graph needs the rank
     assert sig.common_supertype(TensorSpec((3,)), TensorSpec((3,), torch.int64)) is None
     assert sig.common_supertype(Literal(0), Literal(1)) is None
     assert sig.generality(TensorSpec((1, None), device=CPU)) < sig.generality(TensorSpec((None, None), device=CPU))

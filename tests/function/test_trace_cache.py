@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
-from torch_autograph.tracing.shape_inference import shape_inference
+from torch_autograph.tracing.meta import memo
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +84,7 @@ def _check_bounded_after_retraces(n_calls: int) -> None:
     cache = f._cache
     assert len(cache.fast) <= 128 and len(cache._by_key) <= 128
     assert len(f.trace_history()) <= 1000
-    assert len(shape_inference._memo) <= shape_inference._max_entries
+    assert len(memo) <= memo.max_entries
 
 
 def test_retraces_leave_no_growing_structure():

@@ -20,11 +20,12 @@ def test_str_graph_is_readable_ssa_with_types_and_user_lines():
     cf = f.get_concrete_function(ta.TensorSpec([None, 3]), ta.TensorSpec([3, 2]))
     line = _scaled_sum.__code__.co_firstlineno
     expected = f"""\
-graph _scaled_sum(x: float32[None, 3] cpu, w: float32[3, 2] cpu) {{
-  %matmul: float32[None, 2] cpu = torch.matmul(%x, %w)  # test_graph.py:{line + 1}
-  %relu: float32[None, 2] cpu = torch.relu(%matmul)     # test_graph.py:{line + 2}
-  %mul: float32[None, 2] cpu = %relu * 2                # test_graph.py:{line + 2}
-  %sum: float32[None] cpu = %mul.sum(-1)                # test_graph.py:{line + 3}
+graph _scaled_sum(x: float32[u0, 3] cpu, w: float32[3, 2] cpu) {{
+  sizes: u0 = x.size(0)
+  %matmul: float32[u0, 2] cpu = torch.matmul(%x, %w)  # test_graph.py:{line + 1}
+  %relu: float32[u0, 2] cpu = torch.relu(%matmul)     # test_graph.py:{line + 2}
+  %mul: float32[u0, 2] cpu = %relu * 2                # test_graph.py:{line + 2}
+  %sum: float32[u0] cpu = %mul.sum(-1)                # test_graph.py:{line + 3}
   return %sum
 }}"""
     assert str(cf.graph) == expected

@@ -278,9 +278,10 @@ def test_tensor_array_errors_in_graphs():
     assert line_of(read_past, "# <-") in _notes(info.value)
     with pytest.raises(ValueError, match=r"Incompatible shape for value \(\(2,\)\), expected \(\(3,\)\)"):
         ta.function(bad_shape)(X)
-    with pytest.raises(ta.errors.InvalidArgumentError, match="Tried to stack elements of an empty list with "
-                       "non-fully-defined element_shape: <unknown>"):
-        ta.function(empty_stack)(torch.tensor(0))
+    with pytest.raises(ta.errors.InvalidArgumentError, match="tried to read elements of a list with "
+                       "non-fully-defined element_shape: <unknown>") as info:
+        ta.function(empty_stack)(torch.tensor(0))  # found while tracing: nothing is ever written to it
+    assert line_of(empty_stack, "return ta.TensorArray") in str(info.value)
 
 
 def test_tensor_array_empty_loop_with_known_element_shape_stacks_to_zero_rows():

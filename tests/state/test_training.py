@@ -114,7 +114,7 @@ def test_py_function_runs_at_every_call_in_order():
 
     @ta.function
     def f(x):
-        a = ta.py_function(record, [x], Tout=torch.float32)
+        a = ta.py_function(record, [x], Tout=ta.TensorSpec([], torch.float32))
         ta.py_function(log.append, ["after"])
         return a + 1
 

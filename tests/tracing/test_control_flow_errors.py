@@ -153,7 +153,7 @@ def test_loop_variable_dtype_change():
     assert line_of(f, "# <-") in msg
 
 
-def test_loop_variable_shape_change_needs_an_invariant_then_works():
+def test_loop_variable_shape_change_is_made_symbolic_with_a_note():
     def plain(x):
         while x.sum() < 10:  # <-
             x = torch.cat([x, x])
@@ -165,11 +165,24 @@ def test_loop_variable_shape_change_needs_an_invariant_then_works():
             x = torch.cat([x, x])
         return x
 
-    msg = _raises(ValueError, plain, X)
-    assert "'x' has shape (2,) before the loop, but shape (4,) after one iteration" in msg
-    assert "set_loop_options(shape_invariants=[(x, [None])])" in msg and line_of(plain, "# <-") in msg
-    for x in (X, torch.tensor([20.0]), torch.tensor([0.5, 0.25, 1.0])):
-        assert_matches_eager(relaxed, x)
+    for fn in (plain, relaxed):
+        for x in (X, torch.tensor([20.0]), torch.tensor([0.5, 0.25, 1.0])):
+            assert_matches_eager(fn, x)
+    f = ta.function(plain)
+    f(X)
+    (event,) = f.trace_history()
+    note = "; ".join(event.reasons)
+    assert "loop variable 'x' changes shape between iterations" in note and line_of(plain, "# <-") in note
+
+
+def test_loop_variable_rank_change_is_an_error():
+    def f(x):
+        while x.sum() < 10:  # <-
+            x = x.unsqueeze(0)
+        return x
+
+    msg = _raises(ValueError, f, X)
+    assert "'x' has shape" in msg and "a graph loop variable keeps its rank" in msg and line_of(f, "# <-") in msg
 
 
 def test_initial_value_violating_the_shape_invariant():
@@ -255,3 +268,14 @@ def test_python_assert_fails_at_trace_time():
     msg = _raises(AssertionError, f, X)
     filename, lineno = line_of(f, "# <-").split(":")
     assert "x must be long" in msg and f'{filename}", line {lineno}, in f' in msg
+
+
+def test_a_return_slot_is_named_the_return_value_in_messages():
+    def f(x):
+        if x.sum() > 0:  # <-
+            return x
+        return 1.0, 2
+
+    msg = _raises(TypeError, f, X)
+    assert msg.startswith("the return value must have the same nested structure in the main and else branches")
+    assert "retval_" not in msg and line_of(f, "# <-") in msg

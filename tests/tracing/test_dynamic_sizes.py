@@ -1,11 +1,11 @@
-"""Run-time sizes (None dims of a signature): `x.size(0)` of a dim unknown in the trace used as a size in torch calls.
+"""Run-time sizes (None dims of a signature): a dim unknown while tracing is a size symbol used as in eager code.
 
 Every pattern is traced once with a None dim and compared with eager PyTorch on
-inputs of two sizes. `x.shape[0]` stays None inside the trace (TensorFlow's
-semantics); using it where a size goes fails with a message naming the line.
+inputs of several sizes. Inside the trace `x.shape` is a `torch.Size` whose
+unknown dims are `torch.SymInt`s; sizes computed from them are expressions
+(`2*u0`), so later ops see exactly how a size was made.
 """
 
-import traceback
 
 import pytest
 import torch
@@ -13,7 +13,7 @@ import torch
 import torch_autograph as ta
 from torch_autograph.errors import OperatorNotAllowedInGraphError
 from torch_autograph.tracing import trace as tracer
-from torch_autograph.graph import Graph, ValueKind
+from torch_autograph.graph import Graph
 
 SPEC = [ta.TensorSpec([None, 3], torch.float32)]
 P = torch.randn(1, 3)  # a tensor the functions close over (captured)
@@ -165,16 +165,22 @@ def zeros_by_twice_n(x):
     return torch.zeros(x.size(0) * 2)[x.size(0):] + x[:, 0]
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "known limitation: a dim computed from a run-time size (2n) is None afterwards and stands in as the sentinel "
-    "17/19 in later ops, not as 2 * 17, so slicing it by n again looks empty while tracing"))
-def test_dims_made_from_run_time_sizes_do_not_remember_how():
-    f = ta.function(zeros_by_twice_n, input_signature=SPEC)
-    x = torch.randn(4, 3)
-    torch.testing.assert_close(f(x), zeros_by_twice_n(x))
+def reshape_zeros_of_twice_n(x):
+    n = x.size(0)
+    y = torch.zeros(2 * n)
+    return y.reshape(n, 2) + x[:, :2]
 
 
-def test_coinciding_stand_ins_keep_the_size_unknown():
+@pytest.mark.parametrize("fn", [zeros_by_twice_n, reshape_zeros_of_twice_n], ids=lambda f: f.__name__)
+def test_dims_made_from_run_time_sizes_remember_how(fn):
+    f = ta.function(fn, input_signature=SPEC)
+    for n in (1, 4, 7):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_sizes_computed_from_sizes_stay_exact_expressions():
     def fn(x):
         return torch.zeros(x.size(0) // 4 + 1, 3), x.narrow(0, 0, x.size(0) // 4)
 
@@ -183,8 +189,9 @@ def test_coinciding_stand_ins_keep_the_size_unknown():
         x = torch.randn(n, 3)
         for got, want in zip(f(x), fn(x)):
             torch.testing.assert_close(got, want)
-    assert "float32[None, 3] cpu" in _result_types(fn)
-    assert "float32[5, 3] cpu" not in _result_types(fn)
+    n = _input_symbol(fn)
+    types = _result_types(fn)
+    assert f"float32[(({n}//4)) + 1, 3] cpu" in types and f"float32[({n}//4), 3] cpu" in types, types
 
 
 def test_gradient_through_reshape_by_run_time_size():
@@ -214,22 +221,29 @@ def test_gradient_through_factory_of_run_time_size():
     torch.testing.assert_close(x.grad, 2 * x.detach())
 
 
+def _graph(fn) -> Graph:
+    return ta.function(fn, input_signature=SPEC).get_concrete_function().graph
+
+
 def _result_types(fn) -> list[str]:
-    graph = ta.function(fn, input_signature=SPEC).get_concrete_function().graph
-    return [v.type_str() for node in graph.nodes for v in node.outputs]
+    return [v.type_str() for node in _graph(fn).nodes for v in node.outputs]
+
+
+def _input_symbol(fn) -> str:
+    return str(_graph(fn).inputs[0].shape[0])
 
 
 @pytest.mark.parametrize("fn, expected", [
-    (zeros_varargs, "float32[None, 2] cpu"),
-    (reshape_n_times_3, "float32[None] cpu"),
-    (reshape_floordiv, "float32[None, 3] cpu"),
-    (narrow_half, "float32[None, 3] cpu"),
-    (expand_captured, "float32[None, 3] cpu"),
-    (eye_n, "float32[None, None] cpu"),
+    (zeros_varargs, "float32[{n}, 2] cpu"),
+    (reshape_n_times_3, "float32[3*{n}] cpu"),
+    (reshape_floordiv, "float32[{n}, 3] cpu"),
+    (narrow_half, "float32[(({n}//2)) + 1, 3] cpu"),
+    (expand_captured, "float32[{n}, 3] cpu"),
+    (eye_n, "float32[{n}, {n}] cpu"),
 ], ids=lambda x: getattr(x, "__name__", ""))
-def test_graph_shows_none_for_dims_that_depend_on_the_run_time_size(fn, expected):
+def test_graph_shows_dims_that_depend_on_the_run_time_size_by_their_symbol(fn, expected):
     types = _result_types(fn)
-    assert expected in types, types
+    assert expected.format(n=_input_symbol(fn)) in types, types
     assert "int" in types  # x.size(0): a run-time Python number
 
 
@@ -237,28 +251,27 @@ def test_graph_keeps_static_dims_static():
     def fn(x):
         return torch.zeros(x.size(1), 2) + x.narrow(1, 0, 2).sum()
 
-    graph = ta.function(fn, input_signature=SPEC).get_concrete_function().graph
-    text = str(graph)
-    assert "float32[3, 2]" in text and "float32[None, 2]" in text, text
+    text = str(_graph(fn))
+    assert "float32[3, 2] cpu = torch.zeros(3, 2)" in text and f"float32[{_input_symbol(fn)}, 2]" in text, text
 
 
 def test_printed_graph_of_zeros_with_run_time_size():
-    text = str(ta.function(zeros_varargs, input_signature=SPEC).get_concrete_function().graph)
-    assert "%size: int = %x.size(0)" in text, text
-    assert "%zeros: float32[None, 2] cpu = torch.zeros(%size, 2)" in text, text
+    text = str(_graph(zeros_varargs))
+    n = _input_symbol(zeros_varargs)
+    assert "%x_size0: int = %x.size(0)" in text, text
+    assert f"%zeros: float32[{n}, 2] cpu = torch.zeros(%x_size0, 2)" in text, text
 
 
-def test_sizes_computed_from_sizes_keep_consistent_stand_ins():
-    graph = Graph("stand_ins")
+def test_sizes_are_symbols_and_arithmetic_on_them_is_exact():
+    graph = Graph("symbols")
     with tracer.tracing(graph) as state:
         x = state.placeholder("x", torch.float32, (None, 3), torch.device("cpu"))
         n = x.size(0)
         m = n * 3 + 1
-        assert m._value.kind is ValueKind.SCALAR
-        assert n._value.stand_ins == (17, 19) and m._value.stand_ins == (52, 58)
-        assert (n // 4)._value.stand_ins is None  # 4 in both runs: maybe a coincidence
-        assert x.reshape(n * 3).shape == (None,)
-        assert torch.zeros((n // 4, 2)).shape == (None, 2)  # unconverted code: the tuple form
+        assert isinstance(n, torch.SymInt) and isinstance(m, torch.SymInt)
+        assert str(m) == f"3*{n} + 1"
+        assert x.reshape(n * 3).shape == (n * 3,)
+        assert torch.zeros((n // 4, 2)).shape[0] is not None
 
 
 def test_converted_code_calls_torch_as_usual_outside_a_trace():
@@ -267,9 +280,9 @@ def test_converted_code_calls_torch_as_usual_outside_a_trace():
     torch.testing.assert_close(converted(x), zeros_varargs(x))
 
 
-def test_unconverted_code_takes_the_tuple_form():
+def test_unconverted_code_uses_run_time_sizes_like_converted_code():
     def fn(x):
-        return torch.zeros((x.size(0), 2)) + P.expand((x.size(0), 3))[:, :2]
+        return torch.zeros(x.size(0), 2) + P.expand((x.size(0), 3))[:, :2] + torch.ones((x.size(0), 2))
 
     f = ta.function(fn, input_signature=SPEC, autograph=False)
     for n in (2, 5):
@@ -277,15 +290,7 @@ def test_unconverted_code_takes_the_tuple_form():
         torch.testing.assert_close(f(x), fn(x))
 
 
-# ----- errors ------------------------------------------------------------------------------
-def _where(fn, offset: int = 1) -> str:
-    return f"{__file__}:{fn.__code__.co_firstlineno + offset}"
-
-
-def _full_text(e: BaseException) -> str:
-    return "".join(traceback.format_exception_only(e))
-
-
+# ----- x.shape holds the symbols: code written for eager PyTorch works ---------------------------
 def zeros_of_shape(x):
     return torch.zeros(x.shape) + x
 
@@ -302,59 +307,56 @@ def ones_of_shape0(x):
     return torch.ones(x.shape[0])
 
 
-@pytest.mark.parametrize("fn", [zeros_of_shape, full_of_shape0, new_zeros_of_shape0, ones_of_shape0],
-                         ids=lambda f: f.__name__)
-def test_none_dim_as_size_names_the_line_and_the_fix(fn):
+def reshape_shape0_times_3(x):
+    return x.reshape(x.shape[0] * 3)
+
+
+def unpacked_sizes(x):
+    b, c = x.size()
+    return x.view(b, c, 1).sum(-1) * c
+
+
+@pytest.mark.parametrize("fn", [zeros_of_shape, full_of_shape0, new_zeros_of_shape0, ones_of_shape0,
+                                reshape_shape0_times_3, unpacked_sizes], ids=lambda f: f.__name__)
+def test_shape_of_a_none_dim_is_a_size_usable_as_in_eager_code(fn):
     f = ta.function(fn, input_signature=SPEC)
-    with pytest.raises(TypeError) as info:
-        f(torch.randn(2, 3))
-    msg = str(info.value)
-    assert _where(fn) in msg
-    assert "unknown in this trace" in msg and "x.size(i)" in msg
-    assert fn(torch.randn(2, 3)) is not None  # eagerly the same code is fine
+    for n in (1, 2, 6):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.experimental_get_tracing_count() == 1
 
 
-def test_none_dim_shape_tuple_is_named_as_a_graph_shape():
-    with pytest.raises(TypeError, match=r"the shape \(None, 3\) of a graph tensor"):
-        ta.function(zeros_of_shape, input_signature=SPEC)(torch.randn(2, 3))
-
-
-def test_arithmetic_on_a_none_dim_gets_a_note():
-    def fn(x):
-        return x.reshape(x.shape[0] * 3)
-
-    with pytest.raises(TypeError) as info:
-        ta.function(fn, input_signature=SPEC)(torch.randn(2, 3))
-    text = _full_text(info.value)
-    assert "NoneType" in str(info.value)
-    assert "x.size(i)" in text and f'line {fn.__code__.co_firstlineno + 1}' in text and __file__ in text
-
-
-def test_unconverted_varargs_size_gets_a_note_with_the_tuple_form():
-    def fn(x):
-        return torch.zeros(x.size(0), 2)
-
-    with pytest.raises(TypeError) as info:
-        ta.function(fn, input_signature=SPEC, autograph=False)(torch.randn(2, 3))
-    text = _full_text(info.value)
-    assert "refused the run-time Python number %size" in text and "torch.zeros((n, 2))" in text
-    assert f'File "{__file__}", line {fn.__code__.co_firstlineno + 1}' in text
-
-
-def test_unrelated_type_errors_get_no_unknown_dim_note():
+def test_unrelated_type_errors_say_nothing_about_sizes():
     def fn(x):
         return torch.zeros(x.size(0), 2) + "a"
 
     with pytest.raises(TypeError) as info:
         ta.function(fn, input_signature=SPEC)(torch.randn(2, 3))
-    assert "unknown" not in _full_text(info.value)
+    assert "size" not in str(info.value)
 
 
-def test_number_of_results_depending_on_a_run_time_size_is_refused():
-    def fn(x):
-        return torch.cat(x.split(1)[::-1])
+def _where(fn, offset: int = 1) -> str:
+    return f"{__file__}:{fn.__code__.co_firstlineno + offset}"
 
+
+def _reverse_rows(x):
+    return torch.cat(x.split(1)[::-1])
+
+
+def test_a_number_of_results_that_depends_on_a_size_is_a_guard_checked_at_each_call():
+    # split() gives as many tensors as x has rows: the trace assumes the size of the call that traced it,
+    # checks that assumption at every call, and traces again (saying why) when a call breaks it.
+    f = ta.function(_reverse_rows, input_signature=SPEC)
+    for n in (2, 2, 3, 2):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(f(x), _reverse_rows(x))
+    history = f.trace_history()
+    assert len(history) == 2
+    assert "which this call breaks" in "; ".join(history[1].reasons), history[1]
+
+
+def test_a_number_of_results_that_depends_on_a_size_is_refused_when_traced_from_a_spec_alone():
     with pytest.raises(OperatorNotAllowedInGraphError) as info:
-        ta.function(fn, input_signature=SPEC)(torch.randn(2, 3))
+        ta.function(_reverse_rows, input_signature=SPEC).get_concrete_function()
     msg = str(info.value)
-    assert "split() returns a number of tensors" in msg and _where(fn) in msg
+    assert "split() needs the value of a size" in msg and _where(_reverse_rows) in msg

@@ -135,7 +135,7 @@ def test_inplace_update_of_a_captured_tensor_runs_every_call_even_unused():
 def test_dead_code_is_pruned_and_never_runs():
     def f(x):
         torch.gather(x, 0, torch.tensor([[5, 5, 5, 5]]))  # would fail, but nothing needs it
-        unused = x * 100
+        unused = x * 100  # noqa: F841
         return x + 1
 
     traced = ta.function(f, autograph=False)
@@ -199,7 +199,7 @@ def _if(x):
 
 @pytest.mark.parametrize("fn, what, tensor", [
     (_use_as_bool, "as a Python bool", "%x"), (_item, "x.item()", "%x"), (_tolist, "x.tolist()", "%x"),
-    (_numpy, "x.numpy()", "%x"), (_iterate, "iterating over a graph tensor", "%x"), (_int, "int()", "%x"),
+    (_numpy, "x.numpy()", "%x"), (_int, "int()", "%x"),
     (_if, "as a Python bool", "%gt"),
 ])
 def test_values_python_needs_now_raise_with_tensor_and_user_line(fn, what, tensor):
@@ -280,6 +280,11 @@ def test_reads_of_a_captured_tensor_see_inplace_updates_in_program_order():
         eager_buf.mul_(2)
         torch.testing.assert_close(got, (expected[0], eager_buf))
     torch.testing.assert_close(buf, eager_buf)
+
+
+def test_iterating_a_tensor_of_known_length_outside_converted_code_gives_its_rows():
+    traced = ta.function(_iterate, autograph=False)
+    torch.testing.assert_close(traced(X), _iterate(X))
 
 
 def test_autocast_inside_a_traced_function_is_an_error_not_a_silent_float32_run():

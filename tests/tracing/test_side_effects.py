@@ -86,3 +86,15 @@ def test_variable_updates_inside_called_functions_keep_program_order():
         return v.read_value()
 
     assert f().item() == 6.0 and f().item() == 21.0
+
+
+def test_ta_print_shows_values_of_tensors_that_require_grad(capsys):
+    w = torch.ones(2, requires_grad=True)
+
+    @ta.function
+    def f(x):
+        ta.print("scaled", w * x, [w.sum()], {"w": w})
+        return x
+
+    f(torch.full((2,), 3.0))
+    assert capsys.readouterr().out == "scaled tensor([3., 3.]) [tensor(2.)] {'w': tensor([1., 1.])}\n"

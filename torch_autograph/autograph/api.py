@@ -258,8 +258,14 @@ def to_graph(f: Callable) -> Callable:
     return converted if self_ is None else types.MethodType(converted, self_)
 
 
-def to_code(f: Callable) -> str:
+def to_code(f: Callable, *, dual_path: bool = False) -> str:
     """The converted source of `f`: valid Python, with a provenance comment.
+
+    By default the staged form: each `if`/`while`/`for` over possibly-tensor
+    values as the `ag__` operator call the graph runs, once. With
+    `dual_path=True`, the code that actually executes: each statement also
+    keeps its plain-Python path, taken when the condition or iterable is a
+    Python value (so unconverted code costs nothing extra).
 
     Accepts a function, a method, a callable object or anything with a
     `python_function` attribute (a `ta.function`).
@@ -268,7 +274,8 @@ def to_code(f: Callable) -> str:
         ConversionError: when `f` cannot be converted.
     """
     fn, _ = _unwrap(f)
-    return _template(fn, strict=True).source
+    template = _template(fn, strict=True)
+    return template.source if dual_path else conversion.staged_source(fn)
 
 
 def do_not_convert(func: Optional[Callable] = None) -> Callable:

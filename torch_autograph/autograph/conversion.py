@@ -114,26 +114,49 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     return node
 
 
-def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
-    """Converts `fn` (a plain function or lambda).
-
-    Raises:
-        parser.SourceNotFoundError, errors.ConversionError.
-    """
+def _converted_tree(fn: types.FunctionType, dual_path: bool) -> tuple[Any, Any, transformer.ConversionContext]:
+    """(parsed entity, converted FunctionDef, conversion context) of `fn`."""
     parsed = parser.parse_entity(fn)
     code = fn.__code__
     namer = naming.Namer.for_tree(parsed.node)
     for reserved in ("ag__",) + code.co_freevars:
         namer.reserve(reserved)
     name = code.co_name if code.co_name.isidentifier() else namer.new_symbol("lambda_")
-    ctx = transformer.ConversionContext(namer, parsed.filename, name, _namespace_of(fn))
-    node = transform_function(parsed.node, ctx)
+    ctx = transformer.ConversionContext(namer, parsed.filename, name, _namespace_of(fn), dual_path=dual_path)
+    return parsed, transform_function(parsed.node, ctx), ctx
 
-    factory_name = namer.new_symbol("create_converted_entity")
+
+def _provenance(fn: types.FunctionType, parsed: Any) -> str:
+    return f"# converted from {fn.__name__} ({_display_path(parsed.filename)}:{parsed.node.lineno})"
+
+
+def staged_source(fn: types.FunctionType) -> str:
+    """The converted source of `fn` in its staged form only: every `if`/`while`/`for` as its operator call.
+
+    It is what the graph runs (operators also take plain Python values, so it is valid, equivalent
+    code), without the plain-Python path that the executed conversion keeps next to each statement.
+
+    Raises:
+        parser.SourceNotFoundError, errors.ConversionError.
+    """
+    parsed, node, _ = _converted_tree(fn, dual_path=False)
+    text, _ = loader.unparse_with_origins(ast_gast.gast_to_ast(node))
+    return _provenance(fn, parsed) + "\n" + text + "\n"
+
+
+def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
+    """Converts `fn` (a plain function or lambda).
+
+    Raises:
+        parser.SourceNotFoundError, errors.ConversionError.
+    """
+    parsed, node, ctx = _converted_tree(fn, dual_path=True)
+    code = fn.__code__
+    name = ctx.function_name
+    factory_name = ctx.namer.new_symbol("create_converted_entity")
     params = ", ".join(["ag__", *code.co_freevars])
     function_text, owners = loader.unparse_with_origins(ast_gast.gast_to_ast(node))
-    provenance = (f"# converted from {fn.__name__} "
-                  f"({_display_path(parsed.filename)}:{parsed.node.lineno})")
+    provenance = _provenance(fn, parsed)
     # The function's text indented into a factory whose parameters are its free
     # variables (only docstring bodies could differ, and __doc__ is restored).
     source = "\n".join([provenance, f"def {factory_name}({params}):",

@@ -21,7 +21,8 @@ def set_loop_options(shape_invariants: Optional[Sequence[tuple[Any, Any]]] = Non
         shape_invariants: `(variable, shape)` pairs; a `None` dimension may
             change between iterations.
         maximum_iterations: stop after this many iterations.
-        parallel_iterations, swap_memory: accepted for TF compatibility; ignored.
+        parallel_iterations: accepted for TF compatibility; ignored.
+        swap_memory: accepted for TF compatibility; ignored.
 
     AutoGraph removes the call while converting; called outside converted
     code it does nothing.

@@ -47,11 +47,21 @@ class Compiled:
             "failed".
     """
 
-    def __init__(self, fn: Callable[..., Any], status: str, default_fn: Callable[..., Any] | None = None) -> None:
+    def __init__(self, fn: Callable[..., Any], status: str, default_fn: Callable[..., Any] | None = None,
+                 line_ranges: Callable[[], Callable[..., Any]] | None = None) -> None:
         self.fn = fn
         self.default_fn = default_fn if default_fn is not None else fn
         self._status = status
         self._listeners: tuple[Callable[[Callable[..., Any]], None], ...] = ()
+        self._line_ranges = line_ranges
+        self._line_profiled: Callable[..., Any] | None = None
+
+    def line_profiled(self) -> Callable[..., Any] | None:
+        """`default_fn` with a profiler range per user line (made on first use, for `ta.config.profile_user_lines`);
+        None for a backend that cannot give one."""
+        if self._line_profiled is None and self._line_ranges is not None:
+            self._line_profiled = self._line_ranges()
+        return self._line_profiled
 
     @property
     def status(self) -> str:

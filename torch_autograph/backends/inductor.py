@@ -62,13 +62,16 @@ from __future__ import annotations
 import contextlib
 import operator
 import threading
+import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
 from ..errors import GraphLoweringError
+from ..logs import SLOW_COMPILE_S, echo, jit_logger
 from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .fx_lowering import to_fx
@@ -300,6 +303,10 @@ class _Runner:
         return guarded
 
     def _compile_by_reference(self, args: tuple, config: dict[str, Any] | None = None) -> Callable:
+        with compile_progress(self.what):
+            return self._compile_fx(args, config)
+
+    def _compile_fx(self, args: tuple, config: dict[str, Any] | None) -> Callable:
         from torch._functorch import config as functorch_config
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
@@ -340,6 +347,22 @@ def under_autocast(state: tuple | None) -> contextlib.ExitStack:
     for device, dtype in state or ():
         stack.enter_context(torch.autocast(device, dtype=dtype))
     return stack
+
+
+@contextmanager
+def compile_progress(what: str) -> Iterator[None]:
+    """Log the start and the end (with its duration) of an inductor compile; a slow one also says so on stderr."""
+    jit_logger.info("compiling %s with inductor", what)
+    echo(jit_logger, f"compiling {what} with inductor", verbosity=2)
+    start = time.perf_counter()
+    try:
+        yield
+    except Exception:
+        jit_logger.info("inductor could not compile %s (%.2f s)", what, time.perf_counter() - start)
+        raise
+    seconds = time.perf_counter() - start
+    jit_logger.info("compiled %s with inductor in %.2f s", what, seconds)
+    echo(jit_logger, f"inductor compiled {what} in {seconds:.1f} s", verbosity=1 if seconds >= SLOW_COMPILE_S else 2)
 
 
 def side_effect(graph: Graph) -> Node | None:

@@ -68,7 +68,8 @@ class Tiered(Compiled):
 
     def __init__(self, graph: Graph, default: Callable[..., Any], *, return_tuple: bool, grad: bool,
                  threshold: int, on_fail: _Fallback, freeze: bool = False) -> None:
-        super().__init__(default, "default", default_fn=default)
+        super().__init__(default, "default", default_fn=default,
+                         line_ranges=lambda: torch_codegen.compile_graph(graph, return_tuple, profile_lines=True))
         self.graph = graph
         self.freeze = freeze
         self.default = default

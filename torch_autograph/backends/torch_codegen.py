@@ -39,9 +39,10 @@ _counter = itertools.count()
 class CodeWriter:
     """Accumulates generated lines and the globals they refer to."""
 
-    def __init__(self) -> None:
+    def __init__(self, profile_lines: bool = False) -> None:
+        self.profile_lines = profile_lines  # a profiler range around the code of each user line
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"torch": torch}
+        self.globals: dict[str, Any] = {"torch": torch, "math": math}  # expressions of sizes use both
         self._by_id: dict[int, str] = {}
         self.constants: dict[tuple, str] = {}
         self.origins: dict[int, Any] = {}  # index in `lines` -> the user line the code came from
@@ -120,9 +121,22 @@ def _resolves(dotted: str, obj: Any) -> bool:
 
 
 def emit_nodes(w: CodeWriter, nodes: list[Node], dead: dict[int, list[str]] | None = None) -> None:
-    """Emit nodes in program order, grouping runs with an explicit grad mode; after a node, `del` the names
-    `dead` lists for it (on the node's line, as torch.fx's code does)."""
+    """Emit nodes in program order, grouping runs with an explicit grad mode (and, profiling, of one user line);
+    after a node, `del` the names `dead` lists for it (on the node's line, as torch.fx's code does)."""
     dead = dead or {}
+    if not w.profile_lines:
+        _emit_grad_groups(w, nodes, dead)
+        return
+    for origin, group in itertools.groupby(nodes, key=lambda n: n.origin):
+        if origin is None:
+            _emit_grad_groups(w, list(group), dead)
+            continue
+        w.line(f"with {w.global_name(torch.autograd.profiler.record_function, 'range')}({origin.short!r}):")
+        with w.indented():
+            _emit_grad_groups(w, list(group), dead)
+
+
+def _emit_grad_groups(w: CodeWriter, nodes: list[Node], dead: dict[int, list[str]]) -> None:
     for grad, group in itertools.groupby(nodes, key=lambda n: n.grad_enabled):
         if grad is None:
             for node in group:
@@ -277,9 +291,14 @@ def _emit_check(w: CodeWriter, node: Node) -> None:
 _CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check}
 
 
-def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True) -> tuple[str, dict[str, Any]]:
-    """Python source of a function running `graph`, and the globals it needs."""
-    w = CodeWriter()
+def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True,
+                    profile_lines: bool = False) -> tuple[str, dict[str, Any]]:
+    """Python source of a function running `graph`, and the globals it needs.
+
+    With `profile_lines`, the code of each user line runs inside a `torch.autograd.profiler.record_function`
+    range named `file.py:line` (what `ta.config.profile_user_lines` shows in a profile).
+    """
+    w = CodeWriter(profile_lines)
     for value, tensor in graph.captures:
         w.globals[value.name] = tensor
     emit_nodes(w, graph.nodes, dead_after(graph))
@@ -299,21 +318,22 @@ def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True) -> tu
 _FIRST_BODY_LINE = 3  # line 1: the header comment, line 2: the def
 
 
-def compile_graph(graph: Graph, return_tuple: bool = True) -> Callable[..., Any]:
+def compile_graph(graph: Graph, return_tuple: bool = True, profile_lines: bool = False) -> Callable[..., Any]:
     """Compile `graph` to a Python function taking its inputs positionally.
 
     The function returns a tuple of the outputs, or with `return_tuple=False`
     the single output itself.
-    `graph.python_source` is set to the generated code.
+    `graph.python_source` is set to the generated code (not by the `profile_lines` variant, see `generate_source`).
     """
     taken = {v.name for v in graph.inputs} | {v.name for v, _ in graph.captures}
     taken |= {v.name for n in graph.nodes for v in n.outputs}
     fn_name = graph.name if graph.name.isidentifier() and graph.name not in taken else "graph_fn"
-    src, namespace = generate_source(graph, fn_name, return_tuple)
-    filename = f"<torch_autograph graph {graph.name} #{next(_counter)}>"
+    src, namespace = generate_source(graph, fn_name, return_tuple, profile_lines)
+    filename = f"<torch_autograph graph {graph.name}{' profiled' if profile_lines else ''} #{next(_counter)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     exec(compile(src, filename, "exec"), namespace)
-    graph.python_source = src
+    if not profile_lines:
+        graph.python_source = src
     fn = namespace[fn_name]
     weakref.finalize(fn, linecache.cache.pop, filename, None)  # tracebacks show the code while it can run
     return fn
@@ -323,7 +343,8 @@ class TorchBackend:
     """The default `Backend`: the graph as readable Python calling torch ops."""
 
     def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
-        return Compiled(compile_graph(graph, return_tuple=options.return_tuple), "off")
+        return Compiled(compile_graph(graph, return_tuple=options.return_tuple), "off",
+                        line_ranges=lambda: compile_graph(graph, options.return_tuple, profile_lines=True))
 
 
 def add_runtime_error_note(exc: BaseException, fn: Callable[..., Any]) -> None:

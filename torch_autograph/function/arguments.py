@@ -16,6 +16,7 @@ import torch
 
 from .. import nest
 from ..errors import InvalidArgumentError
+from ..tracing.context import Traced
 from ..tracing.trace import TraceState
 from . import signatures as sig
 from .signatures import Identity, Literal, Structure, TensorSpec
@@ -128,9 +129,20 @@ def describe_value(value: Any) -> str:
 
 
 def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
-    """The argument value seen by the traced Python code."""
+    """The argument value seen by the traced Python code: graph tensors for the tensor leaves.
+
+    A None dim of a TensorSpec becomes a size symbol, backed by the size of `value` when it is the
+    call's tensor (the first call of an input_signature, a generalised reduce_retracing trace).
+    """
     if isinstance(t, TensorSpec):
-        return state.placeholder(t.name or name, t.dtype, t.shape, t.device)
+        if t.shape is None:
+            raise TypeError(f"argument {name!r}: TensorSpec(shape=None) (unknown rank) cannot be traced: the graph "
+                            f"needs the rank of each tensor. Give the rank, with None for the sizes that vary: "
+                            f"e.g. ta.TensorSpec([None, None], {t.dtype})")
+        hints = tuple(value.shape) if isinstance(value, torch.Tensor) and value.dim() == len(t.shape) else None
+        real = isinstance(value, torch.Tensor) and not isinstance(value, Traced)
+        grad_hint = (value.requires_grad, value.is_leaf) if real else None
+        return state.placeholder(t.name or name, t.dtype, t.shape, t.device, hints=hints, grad_hint=grad_hint)
     if isinstance(t, Structure):
         kids = dict(nest.children(value)) if nest.children(value) is not None else {}
         items = {k: placeholders_for(state, ct, kids.get(k), f"{name}_{k}") for k, ct in zip(t.keys, t.items)}

@@ -8,11 +8,13 @@ import itertools
 from typing import Any, Callable
 
 import torch
+from torch.autograd import profiler as _profiler
 
-from .. import nest
+from .. import config, nest
 from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
+from ..errors import InvalidArgumentError
 from ..graph import Graph, Value
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
@@ -38,10 +40,18 @@ class ConcreteFunction:
     """
 
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
-                 result: Any, guards: tuple, function_name: str, grad: bool) -> None:
+                 result: Any, guards: tuple, function_name: str, grad: bool,
+                 size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
+                 checks_autograd: bool = False) -> None:
         self.graph = graph
+        # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
+        # requires_grad / is_leaf), checked per call.
+        self.size_check = size_check
+        self.checks_autograd = checks_autograd
+        self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
+        self.profile_name = f"{function_name} ({self.name})"  # its range in a torch.profiler trace
         self.arg_types = arg_types
         self.guards = guards
         self.last_used = 0
@@ -61,20 +71,54 @@ class ConcreteFunction:
         except Exception as e:
             raise strip_internal_frames(e)
 
-    def call_bound(self, bound: dict[str, Any]) -> Any:
+    def call_bound(self, bound: dict[str, Any], checked: bool = False) -> Any:
+        flat = self.flat_inputs(bound)
+        if self.size_check is not None and not checked:
+            broken = self.size_check(flat)
+            if broken is not None:
+                raise InvalidArgumentError(f"{self.name} was traced assuming {broken}, which these arguments break "
+                                           f"(sizes known only when it runs met an assumption made while tracing); "
+                                           f"call the Function, which traces again for them")
+        return self.run(flat)
+
+    def flat_inputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
+        """The tensor leaves of the bound arguments, in placeholder order (checked against the trace types)."""
         flat: list[torch.Tensor] = []
         for name, value in bound.items():
             collect_inputs(self.arg_types[name], value, name, flat, self.name)
-        return self.run(flat)
+        return flat
+
+    def sizes_break(self, bound: dict[str, Any]) -> str | None:
+        """Why `bound` does not fit this trace (a size its trace types or its size assumptions rule out), or None."""
+        try:
+            flat = self.flat_inputs(bound)
+            return None if self.size_check is None else self.size_check(flat)
+        except (TypeError, InvalidArgumentError) as e:
+            return str(e)
 
     def run(self, flat: Any) -> Any:
         """Run the graph on its flat tensor inputs; the one epilogue every call path shares."""
         try:
-            out = self._fn(*flat)
+            # One module attribute read when no profiler runs: the per-call cost of the ranges below.
+            out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
         except Exception as e:
             self.note_runtime_error(e)
             raise
         return out if self._pack is None else self._pack(out)
+
+    def _run_profiled(self, flat: Any) -> Any:
+        """A call while `torch.profiler` records: one range named after the function and this trace, and with
+        `ta.config.profile_user_lines` one range per user line inside it (default backend code only)."""
+        fn = self._fn
+        if config.profile_user_lines and fn is self._compiled.default_fn:
+            fn = self._compiled.line_profiled() or fn
+        with _profiler.record_function(self.profile_name):
+            try:
+                return fn(*flat)
+            except Exception as e:
+                if fn is not self._fn:
+                    add_runtime_error_note(e, fn)
+                raise
 
     def note_runtime_error(self, e: BaseException) -> None:
         """Name the user line whose op failed while the graph ran (once per exception)."""
@@ -165,7 +209,7 @@ class ConcreteFunction:
         lines.append("  " + _describe_output(self._result))
         lines.append("Captures:")
         if self.graph.captures:
-            lines += [f"  {id(t)}: {TensorSpec.from_tensor(t)!r}" for _, t in self.graph.captures]
+            lines += [f"  %{v.name}: {TensorSpec.from_tensor(t)!r}" for v, t in self.graph.captures]
         else:
             lines.append("  None")
         return "\n".join(lines)
@@ -193,7 +237,7 @@ def _describe_output(result: Any) -> str:
     def leaf(x: Any) -> Any:
         if isinstance(x, GraphTensor):
             v = x._value
-            return TensorSpec(v.shape, v.dtype, None, v.device)
+            return TensorSpec(tuple(d if type(d) is int else None for d in v.shape), v.dtype, None, v.device)
         return Literal(x) if isinstance(x, (int, float, str, bool, type(None))) else x
 
     return repr(nest.map_structure(leaf, result))

@@ -35,6 +35,7 @@ import torch
 
 from .. import nest
 from ..config import _config
+from ..logs import echo
 from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
@@ -185,12 +186,12 @@ class Function:
         m.calls = cf.last_used = m.calls + 1  # the time of LRU eviction
         if not kwargs:
             self._remember_fast(args, cf)
-        return cf.call_bound(bound)
+        return cf.call_bound(bound, checked=True)
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None:
-            return
+        if key is None or cf.checks_autograd:
+            return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))
         if n_flat != len(positions):
@@ -206,32 +207,44 @@ class Function:
         try:
             if self._input_signature is not None and not args and not kwargs:
                 args = tuple(self._input_signature)
-            return self._find_or_trace(bind_arguments(self._signature, args, kwargs, self._name))
+            bound = bind_arguments(self._signature, args, kwargs, self._name)
+            return self._find_or_trace(bound, with_values=not _all_specs(bound))
         except Exception as e:
             raise strip_internal_frames(e)
 
     # ----- the cache ----------------------------------------------------------------
-    def _find_or_trace(self, bound: dict[str, Any]) -> ConcreteFunction:
+    def _find_or_trace(self, bound: dict[str, Any], with_values: bool = True) -> ConcreteFunction:
         key = (_is_grad_enabled(), self._types_of(bound))
-        cf = self._cache.find(key)
+        values = bound if with_values else None
+        cf = self._cache.find(key, values)
         if cf is not None:
             return cf
         with self._cache.lock:  # one trace per signature, however many threads ask at once
-            cf = self._cache.find(key)
+            self._cache.last_broken = self._cache.broken_types = None
+            cf = self._cache.find(key, values)
             if cf is not None:
                 return cf
             grad, types_ = key
-            if self._reduce_retracing:
+            if self._cache.last_broken is not None and with_values:
+                # A general trace assumed something about sizes that this call breaks: another general trace,
+                # whose assumptions come from this call (e.g. one per parity of a size that tensor_split halves).
+                broken = self._cache.broken_types
+                types_ = broken if broken is not None else types_
+            elif self._reduce_retracing:
                 types_ = self._cache.generalize(grad, types_)
             reasons = explain(self._cache.latest(), grad, types_, list(bound), self._monitor.traces, self._name)
+            if self._cache.last_broken is not None:
+                reasons = [f"{self._cache.last_broken}, which this call breaks"] + [
+                    r for r in reasons if not r.startswith("no trace matched")]
             arg_types = dict(zip(bound, types_))
             cf = variables.trace_with_creation_rules(self, lambda: concrete_function(
                 self._backend, self._traced_target(), self._name, self._signature, arg_types, bound, grad))
             self._cache.add(key, cf)
             self._tracing_count += 1
-            event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons))
+            event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)
             self._history.append(event)
             logger.info("Tracing %s, %s", self._name, event)
+            echo(logger, f"tracing {self._name}, {event}", verbosity=2)
             self._monitor.traced(event, self._python_function)
             return cf
 
@@ -367,6 +380,11 @@ def _fast_key(args: tuple) -> tuple | None:
         else:
             return None
     return tuple(key)
+
+
+def _all_specs(bound: dict[str, Any]) -> bool:
+    """Whether the arguments are specs (get_concrete_function(TensorSpec...)), with no tensor to check sizes of."""
+    return not any(isinstance(leaf, torch.Tensor) for leaf in nest.flatten(list(bound.values())))
 
 
 def _is_method_definition(fn: Any) -> bool:

@@ -17,11 +17,14 @@ import torch
 from .. import nest
 from ..backends import Backend, CompileOptions
 from ..backends.torch_codegen import TorchBackend
-from ..graph import Graph, ValueKind
+from ..graph import Graph
 from ..graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
 from ..state import variables
 from ..tracing import messages
 from ..tracing.guards import module_guards
+from ..tracing.context import Traced
+from ..tracing.symbols import SYMBOLIC, is_symbolic
+from ..tracing.recording import NeedsSizeError
 from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, tracing
 from .arguments import placeholders_for, rebuild_call
@@ -66,21 +69,23 @@ class BackendChoice:
 
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
-          bound: dict[str, Any], grad: bool) -> tuple[Graph, Any, tuple]:
-    """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards)."""
+          bound: dict[str, Any], grad: bool, backed: bool = False) -> tuple[Graph, Any, tuple, TraceState]:
+    """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
+    the finished trace)."""
     graph = Graph(name)
     with torch.set_grad_enabled(grad), tracing(graph) as state:
+        state.backed = backed
         values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
         args, kwargs = rebuild_call(signature, values)
         try:
             result = target(*args, **kwargs)
         except Exception as e:
-            messages.explain_trace_error(e, state)
             add_user_frames(e)
             raise
         result = finish_outputs(state, graph, result)
         guards = module_guards(state)
-    return graph, result, guards
+        graph.sizes = state.symbols.input_sizes(graph.inputs)
+    return graph, result, guards, state
 
 
 def optimize(graph: Graph) -> None:
@@ -94,13 +99,42 @@ def optimize(graph: Graph) -> None:
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
                       arg_types: dict[str, Any], bound: dict[str, Any], grad: bool) -> ConcreteFunction:
     """The whole pipeline for one trace."""
-    graph, result, guards = trace(target, name, signature, arg_types, bound, grad)
+    try:
+        graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad)
+    except NeedsSizeError:
+        # Code that decides on a size known only when the graph runs (a library `if`, a number of results):
+        # trace again with the call's sizes behind the symbols; each decision is a guard checked per call.
+        if not _has_tensors(bound):
+            raise
+        graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
+    size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
     options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
                              freeze_captures=choice.freeze_captures)
     compiled = choice.backend().compile(graph, options)
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
-                            guards=guards, function_name=name, grad=grad)
+                            guards=guards, function_name=name, grad=grad, size_check=size_check,
+                            notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions))
+
+
+def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[int, tuple[bool, bool]]) -> Any:
+    """`size_check` extended with the `requires_grad`/`is_leaf` answers traced code read on its inputs."""
+    if not assumed:
+        return size_check
+    checks = [(i, v.name, assumed[id(v)]) for i, v in enumerate(inputs) if id(v) in assumed]
+
+    def check(flat: list) -> str | None:
+        for i, name, (requires_grad, is_leaf) in checks:
+            t = flat[i]
+            if t.requires_grad != requires_grad or t.is_leaf != is_leaf:
+                return f"{name}.requires_grad is {requires_grad} and {name}.is_leaf is {is_leaf}"
+        return size_check(flat) if size_check is not None else None
+
+    return check
+
+
+def _has_tensors(bound: dict[str, Any]) -> bool:
+    return any(isinstance(leaf, torch.Tensor) for leaf in nest.flatten(list(bound.values())))
 
 
 def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
@@ -111,17 +145,19 @@ def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
             x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
         if isinstance(x, GraphTensor):
             x = state.to_graph_tensor(x)
-            # A run-time Python number (e.g. x.size(0) of a None dim) comes back as a tensor, like a
-            # trace-time one below, so the output type does not depend on how much shape was known.
-            return torch.tensor(x) if x._value.kind is ValueKind.SCALAR else x
+            return x
         if isinstance(x, torch.Tensor):
             return state.capture(x)
-        if isinstance(x, (bool, int, float)):
+        if is_symbolic(x):
+            # A run-time Python number (e.g. x.size(0) of a None dim) comes back as a tensor, like a
+            # trace-time one below, so the output type does not depend on how much shape was known.
+            return torch.tensor(x)
+        if isinstance(x, (bool, int, float)) or isinstance(x, SYMBOLIC):
             return torch.tensor(x)  # recorded by the tracing mode: Python scalars come back as tensors
         return x
 
     result = nest.map_structure(leaf, result)
-    graph.outputs = [x._value if isinstance(x, GraphTensor) else x for x in nest.flatten(result)]
+    graph.outputs = [state.to_value(x) if isinstance(x, Traced) else x for x in nest.flatten(result)]
     if isinstance(result, GraphTensor) or result is None:
-        graph.outputs = [result._value if result is not None else None]
+        graph.outputs = [state.to_value(result) if result is not None else None]
     return result

@@ -9,15 +9,13 @@ its last calls (within 10) traced, at most twice.
 
 from __future__ import annotations
 
-import logging
 import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from ..logs import logger
 from . import signatures as sig
-
-logger = logging.getLogger("torch_autograph")
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,8 @@ def common_supertype(a: Any, b: Any) -> Any | None:
     if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
         if a.dtype != b.dtype or a.device != b.device:
             return None
+        if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+            return None  # a graph needs the rank: one trace per rank
         return TensorSpec(merge_dims(a.shape, b.shape), a.dtype, a.name, a.device)
     if isinstance(a, Structure) and isinstance(b, Structure):
         if a.kind != b.kind or a.keys != b.keys:

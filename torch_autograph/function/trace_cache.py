@@ -48,6 +48,8 @@ class TraceCache:
         self._by_key: dict[Key, tuple["ConcreteFunction", ...]] = {}
         self.fast: dict[tuple, tuple["ConcreteFunction", tuple | None]] = {}
         self.mono: tuple | None = None
+        self.last_broken: str | None = None  # why `find` last skipped a trace (a size assumption the call broke)
+        self.broken_types: tuple | None = None  # the trace types of that trace
 
     # ----- reading ------------------------------------------------------------------------
     @property
@@ -64,10 +66,12 @@ class TraceCache:
         traces = self._traces
         return next(reversed(traces.values())) if traces else None
 
-    def find(self, key: Key) -> "ConcreteFunction | None":
-        """The trace for `key`: an exact match, else the most specific trace `key` is a subtype of."""
+    def find(self, key: Key, bound: dict | None = None) -> "ConcreteFunction | None":
+        """The trace for `key`: an exact match, else the most specific trace `key` is a subtype of whose size
+        assumptions `bound` (the call's arguments; None for a spec-only lookup) keeps. A trace skipped for a broken
+        size assumption leaves the reason in `last_broken`."""
         for cf in self._by_key.get(key, ()):
-            if cf.guards_hold():
+            if cf.guards_hold() and self._sizes_fit(cf, bound):
                 return cf
         grad, types_ = key
         best = None
@@ -76,6 +80,8 @@ class TraceCache:
                 continue
             ct = tuple(cf.arg_types.values())
             if len(ct) == len(types_) and all(sig.is_subtype(a, b) for a, b in zip(types_, ct)):
+                if not self._sizes_fit(cf, bound):
+                    continue
                 if best is None or sig.generality(ct) < sig.generality(tuple(best.arg_types.values())):
                     best = cf
         if best is not None:
@@ -83,6 +89,13 @@ class TraceCache:
                 if best in self:
                     self._remember_key(key, best)
         return best
+
+    def _sizes_fit(self, cf: "ConcreteFunction", bound: dict | None) -> bool:
+        broken = cf.sizes_break(bound) if bound is not None else None
+        if broken is not None:
+            self.last_broken = f"{cf.name} assumed {broken}"
+            self.broken_types = tuple(cf.arg_types.values())
+        return broken is None
 
     def generalize(self, grad: bool, types_: tuple) -> tuple:
         """`reduce_retracing=True`: the most specific common supertype of `types_` and the latest trace's."""

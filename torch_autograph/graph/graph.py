@@ -18,11 +18,13 @@ backends must emit nodes in `graph.nodes` order.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
 
+from . import dot
 from .ops import Op
 from .printing import format_graph
 from .values import SourceLocation, Value
@@ -84,6 +86,8 @@ class Graph:
         outputs: the flat outputs: Values, or Python constants (None, str).
         parent: the enclosing graph of a control-flow sub-graph.
         python_source: the backend's generated code, once compiled.
+        sizes: where each size symbol of the inputs' types comes from
+            (`{"u0": "x.size(0)"}`), printed under the signature.
     """
 
     name: str
@@ -93,6 +97,7 @@ class Graph:
     outputs: list[Any] = field(default_factory=list)
     parent: "Graph | None" = None
     python_source: str | None = None
+    sizes: dict[str, str] = field(default_factory=dict)
 
     def get_operations(self) -> list[Node]:
         """The nodes in program order (TensorFlow's `Graph.get_operations`)."""
@@ -136,6 +141,18 @@ class Graph:
 
     def __str__(self) -> str:
         return "\n".join(format_graph(self))
+
+    def to_dot(self) -> str:
+        """The graph as DOT text for Graphviz (no dependency): one node per op, sub-graphs as clusters."""
+        return dot.to_dot(self)
+
+    def render(self, path: str | os.PathLike, format: str | None = None) -> str:  # noqa: A002 - dot's word
+        """Draw the graph to `path` (SVG, PNG, PDF... by suffix or `format`) with Graphviz's `dot` program.
+
+        Raises:
+            GraphvizNotFoundError: `dot` is not installed; the message says how to install it.
+        """
+        return dot.render(self, path, format)
 
     def format_lines(self, indent: str = "") -> list[str]:
         return format_graph(self, indent)

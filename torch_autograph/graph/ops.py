@@ -93,8 +93,9 @@ class CondOp:
     def __repr__(self) -> str:
         return "cond"
 
-    def describe_extra(self) -> str:
-        return ""
+    def printed_args(self) -> list[str]:
+        """Printed arguments after the node's own (see `graph.printing`)."""
+        return []
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,10 +114,10 @@ class WhileOp:
     def __repr__(self) -> str:
         return "while"
 
-    def describe_extra(self) -> str:
+    def printed_args(self) -> list[str]:
         names = ", ".join(f"%{v.name}" for v in self.loop_vars)
-        limit = "" if self.maximum_iterations is None else f", maximum_iterations={self.maximum_iterations!r}"
-        return f", loop_vars=({names}){limit}"
+        limit = [] if self.maximum_iterations is None else [f"maximum_iterations={self.maximum_iterations!r}"]
+        return [f"loop_vars=({names}{',' if len(self.loop_vars) == 1 else ''})"] + limit
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,12 +125,15 @@ class CheckOp:
     """Target of a run-time check: raises InvalidArgumentError when args[0] is false."""
 
     message: str
+    label: str = ""  # what a printed graph shows instead of a long message
 
     def __repr__(self) -> str:
         return "check"
 
-    def describe_extra(self) -> str:
-        return f", {self.message!r}"
+    def printed_args(self) -> list[str]:
+        if self.label:
+            return [repr(self.label)]
+        return [repr(self.message.split("\n", 1)[0])]  # the rest names the user line: the node's comment
 
 
 def run_check(condition: Any, message: str) -> None:
@@ -142,3 +146,42 @@ def control_op(target: Any, name: str, subgraph_nodes: Any = ()) -> Op:
     """The Op of a control-flow node whose sub-graphs hold `subgraph_nodes`: it has an effect if any of them does."""
     stateful = any(n.stateful for n in subgraph_nodes)
     return Op(OpKind.CONTROL, target, name, effects=Effect.UNKNOWN if stateful else Effect.NONE)
+
+
+class Expression:
+    """The target of a node computing a number from others: a Python expression over its arguments.
+
+    Sizes and numbers known only when the graph runs are computed where they are needed, e.g. `2*s0 + 1`
+    from the value of `x.size(0)`. `text` writes argument i as `_a{i}`; graphs print it and the torch
+    backend generates it with the arguments' names (`render`).
+    """
+
+    __slots__ = ("text", "arity", "dtype", "symbolic", "_fn")
+
+    def __init__(self, text: str, arity: int, dtype: Any, symbolic: str = "") -> None:
+        import math
+
+        import torch
+
+        self.text = text
+        self.arity = arity
+        self.dtype = dtype
+        self.symbolic = symbolic  # the expression in symbols (`2*s0 + 1`), for messages
+        args = ", ".join(f"_a{i}" for i in range(arity))
+        self._fn = eval(f"lambda {args}: {text}", {"torch": torch, "math": math})  # noqa: S307
+
+    def __call__(self, *args: Any) -> Any:
+        return self._fn(*args)
+
+    def render(self, args: list[str]) -> str:
+        """The expression with argument `i` written as `args[i]` (graph printing and code generation)."""
+        import re
+
+        text = re.sub(r"\b_a(\d+)\b", lambda m: args[int(m.group(1))], self.text)
+        return f"({text})" if any(c in text for c in " +-*/%<>=&|") else text
+
+    def op(self) -> Op:
+        return Op(OpKind.FUNCTION, self, "sym", pure=True)
+
+    def __repr__(self) -> str:
+        return f"expr[{self.symbolic or self.text}]"

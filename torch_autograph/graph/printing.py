@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from .ops import OpKind
+from .ops import Expression, OpKind
 from .values import Value
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ def render_call(node: "Node", render_arg: Callable[[Any], str], target_name: str
         if t is abs:
             return f"abs({render_arg(args[0])})"
         raise AssertionError(f"bug in torch_autograph: unknown operator {t!r}")
+    if isinstance(op.target, Expression):
+        return op.target.render([render_arg(a) for a in args])
     parts = [render_arg(a) for a in (args[1:] if op.kind in (OpKind.METHOD, OpKind.GETATTR) else args)]
     parts += [f"{k}={render_arg(v)}" for k, v in kwargs.items()]
     if op.kind is OpKind.METHOD:
@@ -91,44 +93,98 @@ def render_index(idx: Any, render_arg: Callable[[Any], str]) -> str:
     return one(idx)
 
 
-def format_graph(graph: "Graph", indent: str = "") -> list[str]:
-    """The lines of `str(graph)`: signature, captures, one line per node (sub-graphs indented), return."""
-    ins = ", ".join(f"{v.name}: {v.type_str()}" for v in graph.inputs)
-    lines = [f"{indent}graph {graph.name}({ins}) {{"]
+WIDTH = 120  # printed lines stay within this many columns (a single argument longer than that excepted)
+
+
+def format_graph(graph: "Graph", indent: str = "", width: int = WIDTH) -> list[str]:
+    """The lines of `str(graph)`: signature, captures, one entry per node (sub-graphs indented), return.
+
+    A node whose text does not fit in `width` columns has its arguments wrapped onto continuation
+    lines. The user line a node came from is a comment on the right, aligned within its block when it
+    fits, else on the line above the node.
+    """
+    lines = _wrapped(f"{indent}graph {graph.name}(", [f"{v.name}: {v.type_str()}" for v in graph.inputs],
+                     ") {", width, indent + "      ")
+    if graph.sizes:
+        lines.append(f"{indent}  sizes: " + ", ".join(f"{sym} = {where}" for sym, where in graph.sizes.items()))
     if graph.captures:
         lines.append(f"{indent}  captures:")
         lines += [f"{indent}    %{v.name}: {v.type_str()}" for v, _ in graph.captures]
-    body = [(node, node_text(node)) for node in graph.nodes]
-    width = max((len(t) for _, t in body), default=0)
-    for node, text in body:
-        loc = f"  # {node.origin.short}" if node.origin else ""
-        lines.append(f"{indent}  {text.ljust(width)}{loc}".rstrip())
+    body = indent + "  "
+    entries = []
+    for node in graph.nodes:
+        head, args, tail = node_parts(node)
+        text = _wrapped(body + head, args, tail, width, body + "    ")
+        entries.append((node, text, f"  # {node.origin.short}" if node.origin else ""))
+    fitting = [len(t[0]) for _, t, c in entries if len(t) == 1 and len(t[0]) + len(c) <= width]
+    column = max(fitting, default=0)
+    for node, text, comment in entries:
+        if not comment:
+            lines += text
+        elif len(text) == 1 and column + len(comment) <= width and len(text[0]) <= column:
+            lines.append(text[0].ljust(column) + comment)
+        elif len(text) == 1 and len(text[0]) + len(comment) <= width:
+            lines.append(text[0] + comment)
+        else:
+            lines.append(body + comment.lstrip())
+            lines += text
         for sub in node.subgraphs:
-            lines += format_graph(sub, indent + "    ")
-    outs = ", ".join(print_arg(o) for o in graph.outputs)
-    lines.append(f"{indent}  return {outs}")
+            lines += format_graph(sub, indent + "    ", width)
+    lines += _wrapped(f"{body}return ", [print_arg(o) for o in graph.outputs], "", width, body + "    ")
     lines.append(f"{indent}}}")
     return lines
 
 
-def node_text(node: "Node") -> str:
-    """One node as printed in a graph: `%name: type = call`."""
-    if node.op.kind is OpKind.CONTROL:
-        call = f"{node.op.name}({print_arg(node.args[0])}{node.op.target.describe_extra()})"
-        if node.outputs:
-            lhs = ", ".join(f"%{v.name}: {v.type_str()}" for v in node.outputs)
-            return f"{lhs} = {call}"
-        return call
-    call = render_call(node, print_arg, qualified_name(node.op.target) if node.op.kind is OpKind.FUNCTION else "")
-    if node.grad_enabled is not None:
-        call += f"  [grad {'on' if node.grad_enabled else 'off'}]"
+def _wrapped(head: str, args: list[str], tail: str, width: int, continuation: str) -> list[str]:
+    """`head + ", ".join(args) + tail` on one line if it fits, else with the arguments filling continuation lines."""
+    one = head + ", ".join(args) + tail
+    if len(one) <= width or not args:
+        return [one]
+    lines, current, empty = [], head, True
+    for i, arg in enumerate(args):
+        piece = arg + ("," if i < len(args) - 1 else tail)
+        if not empty and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current, empty = continuation, True
+        current += piece if empty else " " + piece
+        empty = False
+    lines.append(current)
+    return lines
+
+
+def node_parts(node: "Node") -> tuple[str, list[str], str]:
+    """One node as printed: (text up to its first argument, the arguments, the rest), e.g.
+    (`%linear: float32[None, 8] cpu = torch.nn.functional.linear(`, [`%x`, `%linear_weight`], `)`)."""
+    op = node.op
+    if op.kind is OpKind.CONTROL:
+        lhs = ", ".join(f"%{v.name}: {v.type_str()}" for v in node.outputs)
+        return (f"{lhs} = " if lhs else "") + f"{op.name}(", [print_arg(node.args[0]), *op.target.printed_args()], ")"
+    suffix = "" if node.grad_enabled is None else f"  [grad {'on' if node.grad_enabled else 'off'}]"
     if not node.outputs:
-        return call
-    if isinstance(node.pattern, Value):
-        return f"%{node.pattern.name}: {node.pattern.type_str()} = {call}"
-    lhs = render_pattern(node.pattern, lambda v: f"%{v.name}")
-    types = ", ".join(v.type_str() for v in node.outputs)
-    return f"{lhs} = {call}  -> ({types})"
+        lhs = ""
+    elif isinstance(node.pattern, Value):
+        lhs = f"%{node.pattern.name}: {node.pattern.type_str()} = "
+    else:
+        lhs = render_pattern(node.pattern, lambda v: f"%{v.name}") + " = "
+        suffix += "  -> (" + ", ".join(v.type_str() for v in node.outputs) + ")"
+    if op.kind in (OpKind.FUNCTION, OpKind.METHOD):
+        args = node.args[1:] if op.kind is OpKind.METHOD else node.args
+        parts = [print_arg(a) for a in args] + [f"{k}={print_arg(v)}" for k, v in node.kwargs.items()]
+        callee = (qualified_name(op.target) if op.kind is OpKind.FUNCTION
+                  else f"{print_arg(node.args[0])}.{op.target}")
+        if args and type(args[0]) in (list, tuple) and len(args[0]) > 1:
+            # torch.cat([a, b, ...], dim): the sequence's elements are what wraps
+            opening, closing = ("[", "]") if type(args[0]) is list else ("(", ")")
+            rest = "".join(", " + p for p in parts[1:])
+            return f"{lhs}{callee}({opening}", [print_arg(a) for a in args[0]], f"{closing}{rest})" + suffix
+        return f"{lhs}{callee}(", parts, ")" + suffix
+    return lhs + render_call(node, print_arg, ""), [], suffix
+
+
+def node_text(node: "Node") -> str:
+    """One node as printed in a graph, on one line: `%name: type = call`."""
+    head, args, tail = node_parts(node)
+    return head + ", ".join(args) + tail
 
 
 def print_arg(a: Any) -> str:

@@ -1,19 +1,17 @@
 """The bridge between AutoGraph's operators and the tracer: how converted code stages onto graphs.
 
 `install()` registers, once, the staging backend AutoGraph's operators call for
-graph values, the call overrides (modules, torch builtins, training-step
-calls) and the origin mapper that turns generated lines into the user's. The
+graph values, the call overrides (modules, training-step calls) and the origin mapper that turns generated lines into the user's. The
 package's `__init__` calls it: the one registration done at import.
 """
 
 from __future__ import annotations
 
 from ..autograph import register_backend
-from ..autograph.api import register_builtin_call_override, register_call_override
+from ..autograph.api import register_call_override
 from ..autograph.pyct.origin_info import lookup_origin
 from ..graph import SourceLocation
 from ..tracing.locations import register_origin_mapper
-from .python_builtins import call_torch_builtin
 from .calls import call_module, stage_training_call
 from .control_flow import TorchStagingBackend, location
 
@@ -34,5 +32,4 @@ def install() -> None:
     register_backend(TorchStagingBackend())
     register_call_override(call_module)
     register_call_override(stage_training_call)
-    register_builtin_call_override(call_torch_builtin)
     register_origin_mapper(_map_origin)

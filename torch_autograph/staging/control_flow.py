@@ -7,7 +7,6 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
@@ -15,15 +14,16 @@ import torch
 from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin
-from ..graph import Op, OpKind, SourceLocation, ValueKind
+from ..graph import SourceLocation
 from ..tracing import cond as cond_module
 from ..tracing import lists
 from ..tracing import while_loop as while_module
 from ..tracing.branches import UNSET
 from ..tracing.lists import GraphList
 from ..tracing.locations import user_location
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, record_with_meta
+from ..tracing.numbers import traced
+from ..tracing.symbols import is_graph_value
+from ..tracing.tensor import GraphTensor
 from .python_builtins import BUILTINS
 from .iteration import is_scalar, iteration
 
@@ -46,7 +46,7 @@ class TorchStagingBackend:
     """Implements `autograph.StagingBackend` with graph `cond` / `while` nodes."""
 
     def is_staged(self, value: Any) -> bool:
-        return isinstance(value, GraphTensor)
+        return is_graph_value(value)
 
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
@@ -78,9 +78,8 @@ class TorchStagingBackend:
         return cond_module.cond(left, lambda: left, right_thunk, names=("<or>",), origin=location(origin))
 
     def not_(self, value: Any, origin: Origin) -> Any:
-        if value._value.kind is ValueKind.SCALAR:
-            return record_with_meta(Op(OpKind.OPERATOR, operator.not_, "not"), (value,), {},
-                                           Meta(torch.bool, (), None, ValueKind.SCALAR))
+        if is_scalar(value):  # a run-time number: Python's `not`
+            return traced(torch.sym_not(value) if isinstance(value, torch.SymBool) else value == 0)
         return torch.logical_not(value)
 
     def assert_(self, cond: Any, msg_thunk: Callable[[], Any] | None, origin: Origin) -> None:
@@ -118,8 +117,8 @@ class TorchStagingBackend:
             if extra_test is None:
                 return more
             extra = extra_test(*_restore(vals, init_vars))
-            if isinstance(extra, GraphTensor) or isinstance(more, GraphTensor):
-                if not isinstance(extra, GraphTensor):
+            if is_graph_value(extra) or is_graph_value(more):
+                if not is_graph_value(extra):
                     return more if extra else False
                 return _logical_and(more, extra)
             return more and extra
@@ -152,9 +151,9 @@ class TorchStagingBackend:
     def list_extend(self, target: Any, items: Any, origin: Origin) -> Any:
         if not isinstance(target, GraphList):
             return NotImplemented  # a graph tensor under `+=`: its own operator
-        if isinstance(items, GraphTensor):
+        if isinstance(items, (GraphTensor, GraphList)):
             shape = items._value.shape
-            if isinstance(items, GraphList) or not shape or shape[0] is None:
+            if isinstance(items, GraphList) or not shape or type(shape[0]) is not int:
                 raise TypeError(
                     f"cannot extend the graph list %{target._value.name} with {items!r} at {origin} "
                     f"(`{origin.source_line}`): how many elements it has is known only when the graph runs. "
@@ -188,5 +187,4 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
 
 
 def _is_tensor_list(v: Any) -> bool:
-    return type(v) is list and all(isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, GraphList)
-                                   for x in v)
+    return type(v) is list and all(isinstance(x, torch.Tensor) for x in v)

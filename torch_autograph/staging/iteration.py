@@ -2,41 +2,45 @@
 
 `for x in t`, `for i in range(n)`, `enumerate(...)` and `zip(...)` over graph
 values become a graph `while` loop over an index `k`; `iteration` says how
-many times it runs and how to read the k-th element.
+many times it runs (an int, or a run-time number) and how to read the k-th
+element.
 """
 
 from __future__ import annotations
 
-import builtins
 import operator
 from typing import Any, Callable
 
 import torch
 
 from ..autograph.operators.py_builtins import LazyEnumerate, LazyIterable, LazyRange, LazyZip
-from ..graph import Op, OpKind, SourceLocation, ValueKind
+from ..graph import Op, OpKind, SourceLocation
 from ..tracing import lists
 from ..tracing.lists import GraphList
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, call_python, record_with_meta
+from ..tracing.numbers import traced
+from ..tracing.recording import record_with_meta
+from ..tracing.symbols import ScalarMeta, is_symbolic
+from ..tracing.tensor import GraphTensor
 
-def to_scalar(x: GraphTensor, kind: type = int) -> GraphTensor:
+_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool}
+
+
+def to_scalar(x: GraphTensor, kind: type = int) -> Any:
     """A run-time Python number read from a one-element graph tensor (`int(t)` when the graph runs)."""
-    dtype = {int: torch.int64, float: torch.float64, bool: torch.bool}[kind]
-    return record_with_meta(Op(OpKind.FUNCTION, kind, "item"), (x,), {},
-                                   Meta(dtype, (), None, ValueKind.SCALAR))
+    return record_with_meta(Op(OpKind.FUNCTION, kind, "item", pure=True), (x,), {}, ScalarMeta(_DTYPES[kind]))
 
 
 def is_scalar(x: Any) -> bool:
-    return isinstance(x, GraphTensor) and x._value.kind is ValueKind.SCALAR
+    """Whether `x` is a run-time Python number (a number the graph computes)."""
+    return is_symbolic(x)
 
 
 def length(x: Any) -> Any:
-    """Static dim 0, or a run-time value."""
+    """The first dim of a graph tensor (an int, or a run-time number), or the length of a graph list."""
     if isinstance(x, GraphList):
         return lists.length(x)
     if isinstance(x, GraphTensor):
-        if x.shape is None or len(x.shape) == 0:
+        if x.dim() == 0:
             raise TypeError(f"iteration over a 0-d tensor {x!r}")
         return x.size(0)
     return len(x)
@@ -46,13 +50,24 @@ def _range_len(start: Any, stop: Any, step: Any) -> int:
     return len(range(start, stop, step))
 
 
+def range_length(start: Any, stop: Any, step: Any) -> Any:
+    """`len(range(start, stop, step))` of numbers some of which are known only when the graph runs."""
+    if not any(is_symbolic(v) for v in (start, stop, step)):
+        return _range_len(start, stop, step)
+    if type(step) is int and step > 0:
+        return traced(torch.sym_max(0, (stop - start + step - 1) // step))
+    if type(step) is int and step < 0:
+        return traced(torch.sym_max(0, (start - stop - step - 1) // -step))
+    return record_with_meta(Op(OpKind.FUNCTION, _range_len, "range_len", pure=True), (start, stop, step), {},
+                            ScalarMeta(torch.int64))
+
+
 def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callable[[Any], Any]]:
     """(number of iterations, element getter) for a staged iterable."""
     if isinstance(iterable, LazyRange):
-        start, stop, step = (to_scalar(v) if isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR
-                             else v for v in (iterable.start, iterable.stop, iterable.step))
-        n = call_python(_range_len, start, stop, step) if any(
-            isinstance(v, GraphTensor) for v in (start, stop, step)) else _range_len(start, stop, step)
+        start, stop, step = (to_scalar(v) if isinstance(v, GraphTensor) else v
+                             for v in (iterable.start, iterable.stop, iterable.step))
+        n = range_length(start, stop, step)
         plain = type(start) is int and type(step) is int and (start, step) == (0, 1)
         return n, (lambda k: k) if plain else (lambda k: start + k * step)
     if isinstance(iterable, LazyEnumerate):
@@ -60,14 +75,13 @@ def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callab
         start = iterable.start
         return n, lambda k: (k + start if not (isinstance(start, int) and start == 0) else k, get(k))
     if isinstance(iterable, LazyZip):
-        parts = [iteration(it, origin) if isinstance(it, (GraphTensor, LazyIterable)) else _python_sequence(it, origin)
-                 for it in iterable.iterables]
+        parts = [iteration(it, origin) if isinstance(it, (GraphTensor, GraphList, LazyIterable))
+                 else _python_sequence(it, origin) for it in iterable.iterables]
         n = parts[0][0]
         for m, _ in parts[1:]:
-            n = builtins.min(n, m) if not (isinstance(n, GraphTensor) or isinstance(m, GraphTensor)) else \
-                call_python(builtins.min, n, m)
+            n = traced(torch.sym_min(n, m)) if is_symbolic(n) or is_symbolic(m) else min(n, m)
         return n, lambda k: tuple(get(k) for _, get in parts)
-    if isinstance(iterable, GraphTensor):
+    if isinstance(iterable, (GraphTensor, GraphList)):
         return length(iterable), lambda k: iterable[k]
     raise TypeError(f"cannot iterate over {iterable!r} in a graph loop{' at ' + str(origin) if origin else ''}")
 
@@ -75,12 +89,14 @@ def iteration(iterable: Any, origin: SourceLocation | None) -> tuple[Any, Callab
 def _python_sequence(it: Any, origin: SourceLocation | None) -> tuple[int, Callable[[Any], Any]]:
     """(length, element getter) of a Python iterable zipped with a graph one: read at a run-time index."""
     items = list(it)
-    if items and all(isinstance(v, (GraphTensor, torch.Tensor)) for v in items):
+    if items and all(isinstance(v, torch.Tensor) for v in items):
         graph_list = lists.new_list(items)
         return len(items), lambda k: lists.getitem(graph_list, k)
     if all(type(v) in (bool, int, float) for v in items) and len({type(v) for v in items}) <= 1:
         constants = tuple(items)
-        return len(items), lambda k: call_python(operator.getitem, constants, k)
+        dtype = _DTYPES[type(items[0])] if items else torch.int64
+        return len(items), lambda k: record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem", pure=True),
+                                                      (constants, k), {}, ScalarMeta(dtype))
     where = f" at {origin}" if origin else ""
     raise TypeError(f"cannot zip {type(it).__name__} {it!r} with a graph iterable{where}: only tensors or Python "
                     f"numbers of one type can be read at a run-time index. Make it a tensor.")

@@ -1,49 +1,63 @@
 """Python builtins over graph values in converted code: `len`, `int`, `float`, `abs`, `min`, `max`, `any`, `all`,
-`sum`, `sorted`, `isinstance`, each giving what Python gives on the run-time values; and torch calls whose
-argument parser would reject a run-time number.
+`sum`, `sorted`, `isinstance`, each giving what Python gives on the run-time values.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 from typing import Any, Callable
 
 import torch
 
 from ..autograph.operators.py_builtins import LazyRange
-from ..graph import Op, OpKind, ValueKind
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.lists import GraphList
+from ..graph import Op, OpKind
+from ..tracing.lists import GraphList, element_meta
 from ..tracing.locations import user_location
-from ..tracing.messages import holds_none, unknown_dim_error
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, call_python, record, record_with_meta
-from .iteration import is_scalar, iteration, length, to_scalar
+from ..tracing.numbers import traced
+from ..tracing.recording import record_with_meta
+from ..tracing.symbols import ScalarMeta, is_symbolic
+from ..tracing.tensor import GraphTensor
+from .iteration import iteration, length, to_scalar
+
+_NUMBER_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+
 
 def _len(x: Any) -> Any:
     if isinstance(x, LazyRange):
         return iteration(x, None)[0]
-    if isinstance(x, GraphTensor) and x._value.kind is ValueKind.TENSOR and x.shape is not None and not x.shape:
+    if isinstance(x, GraphTensor) and x.dim() == 0:
         raise TypeError(f"len() of a 0-d tensor: len requires a non-scalar tensor, got %{x._value.name} of shape "
                         f"() at {user_location()}")
-    return length(x) if isinstance(x, GraphTensor) else NotImplemented
+    return length(x) if isinstance(x, (GraphTensor, GraphList)) else NotImplemented
 
 
 def _int(x: Any, *rest: Any) -> Any:
-    if rest or not isinstance(x, GraphTensor):
+    if rest:
         return NotImplemented
-    return x if x._value.kind is ValueKind.SCALAR and x.dtype == torch.int64 else to_scalar(x, int)
+    if isinstance(x, GraphTensor):
+        return to_scalar(x, int)
+    if is_symbolic(x):
+        if isinstance(x, torch.SymInt):
+            return x
+        return traced(torch.sym_int(x) if isinstance(x, torch.SymFloat) else torch.sym_ite(x, 1, 0))
+    return NotImplemented
 
 
 def _float(x: Any) -> Any:
-    if not isinstance(x, GraphTensor):
-        return NotImplemented
-    return to_scalar(x, float)
+    if isinstance(x, GraphTensor):
+        return to_scalar(x, float)
+    if is_symbolic(x):
+        return x if isinstance(x, torch.SymFloat) else traced(torch.sym_float(x))
+    return NotImplemented
 
 
 def _abs(x: Any) -> Any:
     return abs(x)
+
+
+def _is_graph_tensor(v: Any) -> bool:
+    return isinstance(v, GraphTensor)
 
 
 def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
@@ -56,16 +70,15 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
             return _over_list(builtin, args[0])
         if len(args) == 1 and isinstance(args[0], GraphTensor):
             x = args[0]
-            if x.shape is not None and len(x.shape) == 1:
-                return tensor_fn(x)
-            return NotImplemented
+            return tensor_fn(x) if x.dim() == 1 else NotImplemented
         items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
         if builtin in (builtins.any, builtins.all) and len(args) == 1 and items:
             return _any_all(builtin, items)
         if builtin not in (builtins.min, builtins.max) or not items:
             return NotImplemented
-        if not any(isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR for v in items):
-            return call_python(builtin, *items)  # run-time Python numbers: Python's min/max
+        if not any(_is_graph_tensor(v) for v in items):
+            pick_number = torch.sym_min if builtin is builtins.min else torch.sym_max
+            return traced(functools.reduce(pick_number, items))  # run-time Python numbers: Python's min/max
         pick = torch.minimum if builtin is builtins.min else torch.maximum
         out = items[0]
         for it in items[1:]:
@@ -80,17 +93,16 @@ def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
     v = lst._value
     if v.dtype is None:
         return NotImplemented
-    meta = Meta(torch.bool, (), None, ValueKind.SCALAR) if builtin in (builtins.any, builtins.all) else \
-        Meta(v.dtype, v.shape, v.device)
+    meta = ScalarMeta(torch.bool) if builtin in (builtins.any, builtins.all) else element_meta(v)
     return record_with_meta(Op(OpKind.FUNCTION, builtin, builtin.__name__), (lst, *rest), {}, meta)
 
 
 def _any_all(builtin: Callable, items: list) -> Any:
     """any/all of a Python list holding graph values: one logical reduction of their truth values."""
-    if not any(isinstance(v, GraphTensor) for v in items):
+    if not any(_is_graph_tensor(v) or is_symbolic(v) for v in items):
         return NotImplemented
-    flags = [(v.reshape(()) if v._value.kind is ValueKind.TENSOR else torch.tensor(v)).bool()
-             if isinstance(v, GraphTensor) else torch.tensor(bool(v)) for v in items]
+    flags = [v.reshape(()).bool() if _is_graph_tensor(v) else torch.tensor(v).bool() if is_symbolic(v)
+             else torch.tensor(bool(v)) for v in items]
     stacked = torch.stack(flags)
     return stacked.any() if builtin is builtins.any else stacked.all()
 
@@ -98,12 +110,13 @@ def _any_all(builtin: Callable, items: list) -> Any:
 def _as_tensors(a: Any, b: Any) -> tuple[Any, Any]:
     """Both operands as tensors, Python numbers taking the dtype Python arithmetic would give."""
     def tensor_like(v: Any, other: Any) -> Any:
-        if isinstance(v, GraphTensor) and v._value.kind is ValueKind.TENSOR:
+        if _is_graph_tensor(v):
             return v
-        dtype = torch.result_type(other, v if not isinstance(v, GraphTensor) else 0)
+        kind = _NUMBER_TYPES.get(type(v).__mro__[1], type(v)) if is_symbolic(v) else type(v)
+        dtype = torch.result_type(other, kind())
         return torch.tensor(v, dtype=dtype, device=other.device)
 
-    if not (isinstance(a, GraphTensor) and a._value.kind is ValueKind.TENSOR):
+    if not _is_graph_tensor(a):
         return tensor_like(a, b), b
     return a, tensor_like(b, a)
 
@@ -112,25 +125,31 @@ def _sum(x: Any, start: Any = 0) -> Any:
     if isinstance(x, GraphList):
         return _over_list(builtins.sum, x, start)
     if isinstance(x, GraphTensor):
-        return x.sum(0) + start if (x.shape is not None and len(x.shape) >= 1) else NotImplemented
+        return x.sum(0) + start if x.dim() >= 1 else NotImplemented
     return NotImplemented
 
 
 def _sorted(x: Any, *, key: Any = None, reverse: bool = False) -> Any:
-    if key is not None or not isinstance(x, GraphTensor) or x.shape is None or len(x.shape) != 1:
+    if key is not None or not isinstance(x, GraphTensor) or x.dim() != 1:
         return NotImplemented
     # Python gives a list of 0-d tensors; so do we (a graph list when the length is only known at run time).
     values = torch.sort(x, descending=reverse, stable=True).values
-    if x.shape[0] is not None:
+    if type(x.size(0)) is int:
         return list(values.unbind(0))
+    from ..tracing import lists
+
     return lists.from_rows(values)
 
 
 def _isinstance(obj: Any, cls: Any) -> bool:
-    if isinstance(obj, GraphTensor):
-        classes = cls if isinstance(cls, tuple) else (cls,)
-        return any(isinstance(c, type) and (issubclass(torch.Tensor, c) or issubclass(GraphTensor, c))
-                   for c in classes)
+    """isinstance of what the value is when the graph runs: a run-time number is an int/float/bool, a graph
+    list a list (a graph tensor is a torch.Tensor already)."""
+    classes = cls if isinstance(cls, tuple) else (cls,)
+    if is_symbolic(obj):
+        kind = next(k for t, k in _NUMBER_TYPES.items() if isinstance(obj, t))
+        return any(isinstance(c, type) and issubclass(kind, c) for c in classes)
+    if isinstance(obj, GraphList):
+        return any(isinstance(c, type) and issubclass(list, c) for c in classes)
     return NotImplemented
 
 
@@ -141,42 +160,3 @@ BUILTINS: dict[Any, Callable] = {
     builtins.all: _reduce(builtins.all, lambda x: x.bool().all()),
     builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance,
 }
-
-
-def call_torch_builtin(f: Any, args: tuple, kwargs: dict) -> Any:
-    """Call a torch C function from converted code while tracing, staging what its parser would reject.
-
-    torch's argument parser rejects a run-time Python number (`n = x.size(0)`
-    of a dim unknown in the trace) as the first of varargs sizes
-    (`torch.zeros(n, 2)`, `p.expand(n, 3)`) before any `__torch_function__`
-    runs; such calls are recorded here directly. A TypeError from a torch call
-    given None among its sizes gets an explanation: the None is most likely a
-    dim of `x.shape` that is unknown in this trace.
-    """
-    if current() is None:
-        return NotImplemented
-    self_ = getattr(f, "__self__", None)
-    if isinstance(self_, torch.Tensor):  # a method of a real tensor (a parameter, a closure tensor)
-        target, target_args = getattr(torch.Tensor, f.__name__, None), (self_,) + args
-    elif (getattr(f, "__module__", None) or "").startswith("torch"):
-        target, target_args = f, args
-    else:
-        return NotImplemented
-    if target is not None and (_holds_run_time_number(args) or _holds_run_time_number(kwargs.values())):
-        return record(target, target_args, kwargs)
-    try:
-        return f(*args, **kwargs)
-    except TypeError as e:
-        if not holds_none(args, kwargs):
-            raise
-        raise unknown_dim_error(e, f.__name__, args, kwargs) from None
-
-
-def _holds_run_time_number(items: Any) -> bool:
-    for a in items:
-        if type(a) in (tuple, list):
-            if any(is_scalar(b) for b in a):
-                return True
-        elif is_scalar(a):
-            return True
-    return False

@@ -33,8 +33,9 @@ from ..graph import Op, OpKind, Value
 from ..tracing.context import current
 from ..tracing.locations import user_location
 from ..tracing.messages import warn_at_user_line
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, record_with_meta
+from ..tracing.meta import TensorMeta, like_example
+from ..tracing.recording import record_with_meta
+from ..tracing.tensor import GraphTensor
 from .variables import ACCESS_WATCHERS, Variable, _TensorLike
 
 
@@ -259,10 +260,16 @@ class GradientTape:
 
     def _watch_graph(self, g: GraphTensor) -> None:
         v = g._value
+        example = like_example(v)
+        if example.device.type == "meta":
+            example = example.detach().requires_grad_(v.dtype.is_floating_point or v.dtype.is_complex)
         watched = record_with_meta(Op(OpKind.FUNCTION, watch_tensor, "watch"), (g,), {},
-                                          Meta(v.dtype, v.shape, v.device, v.kind))
+                                   TensorMeta(example, v.device, requires_grad=True))
         if g._trace is current():
             g._value = watched._value  # the user's tensor now stands for the watched value
+            g._origin = "node"
+            with torch._C.DisableTorchFunction():
+                g.requires_grad_(watched.raw_requires_grad())
         self._watched[id(watched._value)] = watched._value
 
     def watched_variables(self) -> tuple:
@@ -359,12 +366,12 @@ class GradientTape:
         if live:
             if jac is None:
                 fn, args = compute_gradients, (targets, live, ograds, retain, create, zero)
-                metas = tuple(_meta(s, s.shape) for s in live)
+                metas = tuple(_meta(s, s.shape, create) for s in live)
             else:
                 batch = jac == "batch_jacobian"
                 fn, args = compute_jacobians, (targets[0], live, retain, create, zero, batch)
                 tshape = tuple(targets[0].shape)
-                metas = tuple(_meta(s, tshape + tuple(s.shape[1:] if batch else s.shape)) for s in live)
+                metas = tuple(_meta(s, tshape + tuple(s.shape[1:] if batch else s.shape), create) for s in live)
             outs = record_with_meta(Op(OpKind.FUNCTION, fn, jac or "gradient", runs_autograd=True), args, {}, metas)
         it = iter(outs)
         return tuple(next(it) if k else _unconnected_value(s, zero, targets[0], jac) for s, k in zip(sources, keep))
@@ -444,8 +451,10 @@ def _is_nest(obj: Any) -> bool:
     return nest.children(obj) is not None
 
 
-def _meta(s: GraphTensor, shape: tuple) -> Meta:
-    return Meta(s.dtype, tuple(shape) if shape is not None else None, s.device)
+def _meta(s: GraphTensor, shape: tuple, create_graph: bool) -> TensorMeta:
+    requires_grad = create_graph and (s.dtype.is_floating_point or s.dtype.is_complex)
+    return TensorMeta(current().engine.example(tuple(shape), s.dtype, s.device, requires_grad), s.device,
+                      requires_grad)
 
 
 def _unconnected_value(s: Any, zero: bool, target: Any, jac: str | None) -> Any:

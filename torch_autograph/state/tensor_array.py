@@ -10,15 +10,18 @@ loses nothing: the old and new objects share the same storage.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from ..errors import InvalidArgumentError, OutOfRangeError
-from ..graph import Effect, Op, OpKind, ValueKind
+from ..graph import Effect, Op, OpKind
 from ..tracing.lists import GraphList
-from ..tracing.shape_inference import Meta
-from ..tracing.tensor import GraphTensor, run_or_record
+from ..tracing.context import Traced, current
+from ..tracing.locations import user_location
+from ..tracing.meta import ListMeta, TensorMeta
+from ..tracing.recording import run_or_record
+from ..tracing.symbols import ScalarMeta, is_graph_value, same_dim
 
 
 # ----- run-time helpers (called eagerly, or from generated graph code) --------------------------
@@ -183,30 +186,40 @@ class TensorArray:
     # ----- reads ------------------------------------------------------------------------
     def read(self, index: Any) -> Any:
         """The element at `index` (zeros of the element shape if never written)."""
-        if not isinstance(self._items, GraphTensor) and self._clear_after_read and not isinstance(index, GraphTensor):
+        if not isinstance(self._items, Traced) and self._clear_after_read and not is_graph_value(index):
             i = int(index)
             if i in self._read:
                 raise InvalidArgumentError(f"Could not read index {i} twice because it was cleared after a previous "
                                            f"read (perhaps try setting clear_after_read = false?)")
             self._read.add(i)
-        return _call(ta_read, (self._items, index, self._like()), Meta(self._dtype, self._element_shape, None))
+        return _call(ta_read, (self._items, index, self._like()), lambda: self._element_meta(()))
 
     def stack(self) -> Any:
         """All elements stacked along a new dim 0."""
-        shape = None if self._element_shape is None else (None,) + tuple(self._element_shape)
-        return _call(ta_stack, (self._items, self._like()), Meta(self._dtype, shape, None))
+        return _call(ta_stack, (self._items, self._like()), lambda: self._element_meta((None,)))
 
     def gather(self, indices: Any) -> Any:
-        shape = None if self._element_shape is None else (None,) + tuple(self._element_shape)
-        return _call(ta_gather, (self._items, indices, self._like()), Meta(self._dtype, shape, None))
+        return _call(ta_gather, (self._items, indices, self._like()), lambda: self._element_meta((None,)))
 
     def concat(self) -> Any:
-        shape = None if self._element_shape is None else (None,) + tuple(self._element_shape[1:])
-        return _call(ta_concat, (self._items, self._like()), Meta(self._dtype, shape, None))
+        return _call(ta_concat, (self._items, self._like()), lambda: self._element_meta((None,), skip=1))
 
     def size(self) -> Any:
         """The number of elements (a run-time int inside a graph)."""
-        return _call(ta_size, (self._items,), Meta(torch.int64, (), None, ValueKind.SCALAR))
+        return _call(ta_size, (self._items,), lambda: ScalarMeta(torch.int64))
+
+    def _element_meta(self, lead: tuple, skip: int = 0) -> TensorMeta:
+        """The metadata of what reading the elements gives: `lead` dims, then the element shape from `skip`."""
+        if self._element_shape is None:
+            # Nothing was written in the graph: when it runs there is no element to take the shape from.
+            raise InvalidArgumentError(
+                f"TensorArray {self._name}: tried to read elements of a list with non-fully-defined element_shape: "
+                f"<unknown> (nothing is written to it in this graph): pass element_shape= when creating it, or "
+                f"write before reading{_at_user()}")
+        device = self._items._value.device if isinstance(self._items, Traced) else None
+        state = current()
+        device = device or state.default_device
+        return TensorMeta(state.engine.example(lead + tuple(self._element_shape[skip:]), self._dtype, device), device)
 
     def identity(self) -> "TensorArray":
         return self._with(self._items)
@@ -218,30 +231,40 @@ class TensorArray:
         return f"<ta.TensorArray {self._name} dtype={self._dtype} element_shape={self._element_shape}>"
 
 
+def _at_user() -> str:
+    loc = user_location()
+    return f" (at {loc})" if loc else ""
+
+
 def _compatible(a: tuple, b: tuple) -> bool:
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is None or y is None or same_dim(x, y) or not (type(x) is int and type(y) is int)
+                                    for x, y in zip(a, b))
 
 
 def _as_tensor(value: Any, dtype: torch.dtype) -> Any:
-    if isinstance(value, (GraphTensor, torch.Tensor)):
+    if isinstance(value, torch.Tensor):
         if value.dtype != dtype:
             raise TypeError(f"TensorArray dtype is {dtype} but the value has dtype {value.dtype}")
         return value
     return torch.tensor(value, dtype=dtype)
 
 
-def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> Meta:
-    shape = arr._element_shape if elem_shape is ... else elem_shape
-    if value is not None and elem_shape is ...:
-        shape = tuple(value.shape) if value.shape is not None else None
-        if arr._element_shape is not None and shape is not None:
-            shape = tuple(x if x == y else None for x, y in zip(shape, arr._element_shape))
-    if shape is None and value is None and arr._element_shape is None:
-        return Meta(None, None, None, ValueKind.LIST)
-    return Meta(arr._dtype, shape, getattr(value, "device", None), ValueKind.LIST)
+def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> Any:
+    def meta() -> ListMeta:
+        shape = arr._element_shape if elem_shape is ... else elem_shape
+        if value is not None and elem_shape is ...:
+            shape = tuple(value.shape)
+            if arr._element_shape is not None:
+                shape = tuple(x if same_dim(x, y) else None for x, y in zip(shape, arr._element_shape))
+        if shape is None and value is None and arr._element_shape is None:
+            return ListMeta(None, None, None)
+        return ListMeta(arr._dtype, shape, getattr(value, "device", None))
+
+    return meta
 
 
-def _call(fn: Any, args: tuple, meta: Meta, writes: bool = False) -> Any:
-    """Run a helper now (eagerly), or record it as a graph node while tracing."""
+def _call(fn: Any, args: tuple, meta: Callable[[], Any], writes: bool = False) -> Any:
+    """Run a helper now (eagerly), or record it as a graph node while tracing (`meta()`: its outputs)."""
     effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE  # writes: the run-time list of the elements
-    return run_or_record(Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects), args, {}, meta)
+    return run_or_record(Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects), args, {},
+                         meta() if current() is not None else None)

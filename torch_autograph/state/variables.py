@@ -34,7 +34,8 @@ from ..graph import Effect, Graph, Op, OpKind
 from ..graph.walkers import iter_leaves, map_nest
 from ..tracing.context import current, outside_trace
 from ..tracing.locations import user_location
-from ..tracing.tensor import GraphTensor, run_or_record
+from ..tracing.recording import run_or_record
+from ..tracing.tensor import GraphTensor
 
 # Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
 ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",
@@ -504,7 +505,7 @@ def _check_value(var: Variable, kind: str, value: Any, target_shape: tuple | Non
                         f"{var.dtype}{_at(loc)}: the cast would lose information. Cast it explicitly, e.g. "
                         f"value.to({var.dtype}).")
     shape = value.shape
-    if target_shape is not None and shape is not None and not _shape_fits(kind, tuple(shape), target_shape):
+    if target_shape is not None and not _shape_fits(kind, tuple(shape), target_shape):
         raise ValueError(f"Cannot assign value to variable '{var.name}': Shape mismatch. The variable shape "
                          f"{_shape_str(target_shape)}, and the assigned value shape {_shape_str(tuple(shape))} "
                          f"are incompatible{_at(loc)}.")
@@ -546,11 +547,11 @@ def _kind_rank(dtype: torch.dtype) -> int:
 def _shape_fits(kind: str, value_shape: tuple, target: tuple) -> bool:
     if kind == "assign":
         return len(value_shape) == len(target) and all(
-            t is None or v is None or v == t for v, t in zip(value_shape, target))
+            t is None or type(v) is not int or v == t for v, t in zip(value_shape, target))
     # assign_add / assign_sub broadcast the delta onto the Variable
     if len(value_shape) > len(target):
         return False
     for v, t in zip(reversed(value_shape), reversed(target)):
-        if not (v is None or t is None or v == 1 or v == t):
+        if not (type(v) is not int or t is None or v == 1 or v == t):  # a size known only later: checked then
             return False
     return True

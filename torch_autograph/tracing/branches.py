@@ -11,9 +11,13 @@ from typing import Any, Callable
 import torch
 
 from .. import nest
-from ..graph import Graph, Op, OpKind, SourceLocation, Value, ValueKind
-from .shape_inference import Meta
-from .tensor import GraphTensor, record_with_meta
+from ..graph import Graph, Op, OpKind, SourceLocation, Value, ValueKind, is_static
+from .context import Traced
+from .lists import GraphList
+from .meta import TensorMeta, meta_example
+from .recording import record_with_meta
+from .symbols import SYMBOLIC, constant_of
+from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace
 
 
@@ -42,10 +46,13 @@ UNSET = Unset()
 
 
 def leaf_kind(x: Any) -> str:
-    if isinstance(x, GraphTensor):
-        return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(x._value.kind, "tensor")
+    """What a branch or loop value is: "tensor", "list", "scalar" (a run-time number), "pyscalar", "unset", "object"."""
+    if isinstance(x, GraphList):
+        return "list"
     if isinstance(x, torch.Tensor):
         return "tensor"
+    if isinstance(x, SYMBOLIC):
+        return "scalar" if isinstance(constant_of(x), SYMBOLIC) else "pyscalar"
     if type(x) in SCALAR_DTYPES:
         return "pyscalar"
     if x is UNSET:
@@ -54,12 +61,22 @@ def leaf_kind(x: Any) -> str:
 
 
 def describe(x: Any) -> str:
-    if isinstance(x, GraphTensor):
-        v = x._value
-        return f"{v.type_str()}"
+    if isinstance(x, Traced):
+        return x._value.type_str()
+    if isinstance(x, SYMBOLIC):
+        return f"a run-time {type(x).__name__.replace('Traced', '').replace('Sym', '').lower()}"
     if isinstance(x, torch.Tensor):
         return f"tensor {str(x.dtype).replace('torch.', '')}{list(x.shape)}"
     return f"{type(x).__name__} {x!r}"
+
+
+def quoted(name: str) -> str:
+    """A variable as messages name it: `'x'`, or in words for the slots AutoGraph makes for `return`."""
+    if name.startswith("retval_"):
+        return "the return value"
+    if name.startswith("do_return"):
+        return "whether the function returned"
+    return f"'{name}'"
 
 
 def where(origin: SourceLocation | None) -> str:
@@ -75,17 +92,21 @@ class Branch:
     def __init__(self, name: str, outer: TraceState) -> None:
         self.graph = Graph(outer.fresh_name(name))
         self.outer = outer
-        self.lifted: dict[int, GraphTensor] = {}
+        self.lifted: set[int] = set()
         self.state: TraceState | None = None
 
-    def lift(self, g: GraphTensor) -> GraphTensor:
-        outer_g = self.state.parent.to_graph_tensor(g)
-        v = outer_g._value
-        hit = self.lifted.get(id(v))
-        if hit is None:
+    def lift(self, v: Value) -> Value:
+        """`v`, a value of the enclosing trace, read by this sub-graph: one of its inputs."""
+        self.add_input(v)
+        return v
+
+    def add_input(self, v: Value) -> None:
+        """Make `v` an input of this sub-graph (also after it was traced, e.g. a loop variable found later)."""
+        if self.state is not None:
+            self.state.add_input(v)
+        elif id(v) not in self.lifted:
             self.graph.inputs.append(v)
-            hit = self.lifted[id(v)] = self.state.wrap(v)
-        return hit
+        self.lifted.add(id(v))
 
     def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         if self.state is not None:
@@ -102,10 +123,8 @@ class Branch:
 
 def to_value(branch: Branch, x: Any) -> Any:
     """A branch output as a graph output: a Value or a Python constant."""
-    if isinstance(x, GraphTensor):
-        return branch.record(lambda: branch.state.to_graph_tensor(x))._value
-    if isinstance(x, torch.Tensor):
-        return branch.record(lambda: branch.state.capture(x))._value
+    if isinstance(x, (Traced, torch.Tensor)) or isinstance(x, SYMBOLIC):
+        return branch.record(lambda: branch.state.to_value(x))
     return x
 
 
@@ -117,14 +136,14 @@ def number_to_tensor(x: Any, like: Value) -> GraphTensor:
     """
     op = Op(OpKind.FUNCTION, torch.tensor, "tensor", pure=True, converts_number=True)
     return record_with_meta(op, (x,), {"dtype": like.dtype, "device": like.device},
-                                   Meta(like.dtype, (), like.device, ValueKind.TENSOR))
+                            TensorMeta(meta_example((), like.dtype), like.device))
 
 
 def as_tensor_in(branch: Branch, x: Any, like: Value) -> Value:
     """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
 
     def make() -> Any:
-        return number_to_tensor(branch.state.to_graph_tensor(x) if isinstance(x, GraphTensor) else x, like)
+        return number_to_tensor(x, like)
 
     return branch.record(make)._value
 
@@ -151,7 +170,7 @@ def structure_repr(x: Any) -> str:
 
 
 def check_predicate(v: Value, what: str, origin: SourceLocation | None) -> None:
-    if v.kind is ValueKind.TENSOR and v.shape is not None and None not in v.shape:
+    if v.kind is ValueKind.TENSOR and is_static(v.shape):
         n = 1
         for d in v.shape:
             n *= d

@@ -24,13 +24,12 @@ import torch
 from .. import errors, nest
 from ..graph import CheckOp, CondOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind, control_op, unique_values
 from ..graph.passes.dead_code import eliminate_dead_code
-from ..graph.walkers import merge_dims
 from . import lists
 from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
-                       structure_repr, to_value, type_words, value_type, where)
+                       quoted, structure_repr, to_value, type_words, value_type, where)
 from .context import current
 from .locations import user_location
-from .tensor import GraphTensor
+from .symbols import is_graph_value, same_dim
 from .trace import TraceState
 
 
@@ -38,13 +37,22 @@ def _unset_in(branch: Branch, like: Value) -> Any:
     """A stand-in of `like`'s type for a value that will never be read."""
     if like.kind is ValueKind.SCALAR:
         return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
-    shape = tuple(0 if d is None else d for d in (like.shape if like.shape is not None else (0,)))
-    return branch.record(lambda: torch.zeros(shape, dtype=like.dtype, device=like.device))._value
+    return branch.record(lambda: branch.state.to_value(torch.zeros(like.shape, dtype=like.dtype, device=like.device)))
 
 
-def _merged_value(outer: TraceState, name: str, a: Any, b: Any) -> Value:
-    shape = merge_dims(a.shape, b.shape) if a.kind is ValueKind.TENSOR else ()
-    return Value(outer.fresh_name(name), a.dtype, shape, a.device, a.kind)
+def merged_value(outer: TraceState, name: str, a: Value, b: Value) -> tuple[Value, bool]:
+    """The value merging `a` and `b` (one from each branch): a dim that differs is a fresh size symbol, read
+    from the merged value when the graph runs. Returns it and whether it requires grad."""
+    requires_grad = bool(getattr(a.example, "requires_grad", False) or getattr(b.example, "requires_grad", False))
+    if a.kind is not ValueKind.TENSOR:
+        return Value(outer.fresh_name(name), a.dtype, (), a.device, a.kind), False
+    shape = tuple(x if same_dim(x, y) else None for x, y in zip(a.shape, b.shape))
+    example = outer.engine.example(shape, a.dtype, a.device, requires_grad)
+    out = Value(outer.fresh_name(name), a.dtype, tuple(example.shape), a.device, ValueKind.TENSOR, example)
+    for d, size in enumerate(out.shape):
+        if shape[d] is None:
+            outer.symbols.output_dim(size, out, d)
+    return out, requires_grad
 
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
@@ -60,11 +68,11 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         ValueError: a branch leaves a value None where the other does not.
     """
     state = current()
-    if state is None or not isinstance(pred, GraphTensor):
+    if state is None or not is_graph_value(pred):
         return true_fn() if pred else false_fn()
     origin = origin or user_location()
-    p = state.to_graph_tensor(pred)
-    check_predicate(p._value, "if statement", origin)
+    p = state.to_value(pred)
+    check_predicate(p, "if statement", origin)
     tb, fb = Branch("true", state), Branch("false", state)
     t_out = tb.run(true_fn)
     f_out = fb.run(false_fn)
@@ -76,11 +84,11 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         name = _leaf_name(names, t_out, i)
         merged = _merge_pair(state, tb, fb, name, a, b, origin)
         if isinstance(merged, tuple):
-            va, vb, out = merged
+            va, vb, out, requires_grad = merged
             t_vals.append(va)
             f_vals.append(vb)
             outs.append(out)
-            results.append(state.wrap(out))
+            results.append(state.wrap(out, requires_grad=requires_grad))
         else:
             results.append(merged)
     tb.graph.outputs, fb.graph.outputs = t_vals, f_vals
@@ -88,9 +96,9 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     eliminate_dead_code(fb.graph)
     lifted = unique_values([v for g in (tb.graph, fb.graph) for v in g.inputs])
     op = control_op(CondOp(), "cond", [n for g in (tb.graph, fb.graph) for n in g.nodes])
-    node = Node(op, (p._value, *lifted), {}, tuple(outs),
+    node = Node(op, (p, *lifted), {}, tuple(outs),
                 pattern=tuple(outs), origin=origin, subgraphs=(tb.graph, fb.graph))
-    state.graph.nodes.append(node)
+    state.add_node(node)
     return nest.pack_sequence_as(t_out, results)
 
 
@@ -110,9 +118,10 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     if "object" in (ka, kb):
         if a is None or b is None:
             which = "main" if a is None else "else"
-            raise ValueError(f"'{name}' is None at the end of the {which} branch of the `if`{where(origin)}; a "
+            raise ValueError(f"{quoted(name)} is None at the end of the {which} branch of the `if`{where(origin)}; a "
                              f"graph `if` needs a value of the same type from both branches.")
-        raise TypeError(f"'{name}' is {describe(a)} in the main branch but {describe(b)} in the else branch of the "
+        raise TypeError(f"{quoted(name)} is {describe(a)} in the main branch but {describe(b)} in the else branch "
+                        f"of the "
                         f"`if`{where(origin)}; a Python object that differs between the branches of a graph `if` "
                         f"cannot be merged. Make it a tensor, or compute it outside the `if`.")
     va = None if ka == "unset" else to_value(tb, a)
@@ -123,22 +132,25 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
         va = as_tensor_in(tb, a, vb)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
-        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, f"'{name}'") \
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
-        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
+        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False
     if va is None:
         va = _unset_in(tb, vb)
     if vb is None:
         vb = _unset_in(fb, va)
     ta_, tb_ = value_type(va), value_type(vb)
     if ta_[0] != tb_[0] or ta_[1] != tb_[1]:
-        raise TypeError(f"'{name}' has {type_words(ta_)} in the main branch, but {type_words(tb_)} in the else "
+        raise TypeError(f"{quoted(name)} has {type_words(ta_)} in the main branch, but {type_words(tb_)} in the else "
                         f"branch of the `if`{where(origin)}; both branches must give it the same type.")
     if ta_[2] != tb_[2]:
-        raise TypeError(f"'{name}' is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
+        raise TypeError(f"{quoted(name)} is on {ta_[2]} in the main branch but on {tb_[2]} in the else branch of the "
                         f"`if`{where(origin)}.")
-    out = _merged_value(state, name, _meta_of(va), _meta_of(vb))
-    return va, vb, out
+    if ta_[0] is ValueKind.TENSOR and len(va.shape) != len(vb.shape):
+        raise TypeError(f"'{name}' has {len(va.shape)} dims in the main branch but {len(vb.shape)} in the else "
+                        f"branch of the `if`{where(origin)}; a graph `if` keeps the rank of each value.")
+    out, requires_grad = merged_value(state, name, _meta_of(va), _meta_of(vb))
+    return va, vb, out, requires_grad
 
 
 def _meta_of(v: Any) -> Any:
@@ -160,7 +172,7 @@ def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
                      origin: SourceLocation | None) -> tuple[list, list]:
     same = nest.structure_signature(t_out) == nest.structure_signature(f_out)
     if not same:
-        label = f"'{names[0]}'" if names and len(names) == 1 else "the outputs"
+        label = quoted(names[0]) if names and len(names) == 1 else "the outputs"
         raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
                         f"`if`{where(origin)}:\n  main: {structure_repr(t_out)}\n  else: {structure_repr(f_out)}")
     return nest.flatten(t_out), nest.flatten(f_out)
@@ -177,10 +189,10 @@ def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:
 def check(condition: Any, message: str, origin: SourceLocation | None = None) -> None:
     """A run-time check: raise `InvalidArgumentError(message)` when the graph runs and `condition` is false."""
     state = current()
-    if state is None or not isinstance(condition, GraphTensor):
+    if state is None or not is_graph_value(condition):
         if not condition:
             raise errors.InvalidArgumentError(message)
         return
-    v = state.to_graph_tensor(condition)._value
-    state.graph.nodes.append(Node(Op(OpKind.CONTROL, CheckOp(message), "check", effects=Effect.RAISES), (v,), {}, (),
+    v = state.to_value(condition)
+    state.add_node(Node(Op(OpKind.CONTROL, CheckOp(message), "check", effects=Effect.RAISES), (v,), {}, (),
                                   origin=origin or user_location()))

@@ -36,3 +36,12 @@ def outside_trace() -> Iterator[None]:
     """Run the enclosed code eagerly, as if no trace were being recorded."""
     with activate(None):
         yield
+
+
+class Traced:
+    """Marker base of the objects that stand for graph values while tracing (GraphTensor, GraphList).
+
+    Each has `_value` (its graph `Value`) and `_trace` (the TraceState that made it).
+    """
+
+    __slots__ = ()

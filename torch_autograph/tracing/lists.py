@@ -7,9 +7,11 @@ the loop sees every element::
 
     %acc: list[float32[3]] = new_list()
     %acc_1 = while(...)                    # body: %acc_2 = append(%acc, %y)
-    %stack: float32[None, 3] = torch.stack(%acc_1)
+    %stack: float32[u0, 3] = torch.stack(%acc_1)
 
-Elements share a dtype; their shape is merged (dims that differ are None).
+Elements share a dtype; their shape is merged (dims that differ are unknown,
+None in the list value's element shape; an element read from the list gets a
+fresh size symbol for each).
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ import torch
 
 from ..errors import InaccessibleTensorError
 from ..graph import Effect, Op, OpKind, Value, ValueKind
-from ..graph.walkers import merge_dims
 from .context import current
 from .locations import user_location
 from .messages import not_allowed
-from .shape_inference import Meta
-from .tensor import GraphTensor, record_with_meta
+from .context import Traced
+from .meta import ListMeta, TensorMeta
+from .recording import CONTROL_FLOW_FIX, record, record_with_meta
+from .symbols import InputDim, ScalarMeta, same_dim
 
 
-class GraphList(GraphTensor):
+class GraphList(Traced):
     """A list of tensors that exists only in the graph being traced.
 
     Supports `len`, indexing, `append`/`pop` (through AutoGraph's list
@@ -42,14 +45,19 @@ class GraphList(GraphTensor):
     then raises InaccessibleTensorError saying so (`left_over_error`).
     """
 
-    __slots__ = ()
+    __slots__ = ("_value", "_trace", "__weakref__")
+    _is_tensor = False
+
+    def __init__(self, value: Value, trace: Any) -> None:
+        self._value = value
+        self._trace = trace
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
         for a in args:
             if isinstance(a, GraphList):
                 _check_live(a, f"{getattr(func, '__name__', func)}() of")
-        return super().__torch_function__(func, types, args, kwargs)
+        return record(func, args, kwargs or {})
 
     def append(self, x: Any) -> "GraphList":
         _check_live(self, "append() on")
@@ -86,11 +94,11 @@ class GraphList(GraphTensor):
 
     def __iter__(self) -> Any:
         _check_live(self, "iterating over")
-        return super().__iter__()
+        raise not_allowed(self, "iterating over a graph list", CONTROL_FLOW_FIX, TypeError)
 
     def __bool__(self) -> bool:
         _check_live(self, "bool() of")
-        return super().__bool__()
+        raise not_allowed(self, "using a graph list as a Python bool", CONTROL_FLOW_FIX)
 
     def __repr__(self) -> str:
         return f"GraphList({self._value.name!r}, element={_elem_words(self._value)})"
@@ -158,17 +166,37 @@ def list_len(lst: list) -> int:
 
 
 def merge_elements(a: Value | None, b: Any, what: str) -> tuple[torch.dtype | None, Any, Any]:
-    """(dtype, shape, device) of list elements after adding `b` (a Value) to elements like `a`."""
+    """(dtype, shape, device) of list elements after adding `b` (a Value) to elements like `a`.
+
+    A dim stays known where both agree and it is an int or a size of the function's inputs; a size made
+    inside a branch or loop body is not visible where the list is read, so it becomes None (unknown).
+    """
     if a is None or a.dtype is None:
-        return b.dtype, b.shape, b.device
+        shape = None if b.shape is None else tuple(_visible(d) for d in b.shape)
+        return b.dtype, shape, b.device
     if b.dtype != a.dtype:
         raise TypeError(f"{what}: a graph list holds tensors of one dtype; it has {a.dtype} elements and got "
                         f"{b.dtype}")
-    return a.dtype, merge_dims(a.shape, b.shape), a.device
+    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+        return a.dtype, None, a.device
+    return a.dtype, tuple(_visible(x) if same_dim(x, y) else None for x, y in zip(a.shape, b.shape)), a.device
 
 
-def _list_meta(dtype: Any, shape: Any, device: Any) -> Meta:
-    return Meta(dtype, shape, device, ValueKind.LIST)
+def _visible(d: Any) -> Any:
+    """`d` if it is an int or made only from sizes of the function's inputs, else None."""
+    if d is None or type(d) is int:
+        return d
+    sources = current().symbols.sources
+    return d if all(isinstance(sources.get(s), InputDim) for s in d.node.expr.free_symbols) else None
+
+
+def _list_meta(dtype: Any, shape: Any, device: Any) -> ListMeta:
+    return ListMeta(dtype, shape, device)
+
+
+def element_meta(v: Value) -> TensorMeta:
+    """The metadata of one element of graph list `v` (a fresh size symbol per element dim that varies)."""
+    return TensorMeta(current().engine.example(v.shape, v.dtype, v.device), v.device)
 
 
 def _record(op_fn: Any, name: str, args: tuple, meta: Any, writes: bool) -> Any:
@@ -195,14 +223,14 @@ def list_from_rows(t: torch.Tensor) -> list:
     return list(t.unbind(0))
 
 
-def from_rows(t: GraphTensor) -> GraphList:
+def from_rows(t: Any) -> GraphList:
     """A graph list of the rows of `t` (its slices along dim 0), e.g. `sorted(t)` of a run-time length."""
     v = t._value
     return _as_list(_record(list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), writes=False))
 
 
-def _as_list(g: GraphTensor) -> GraphList:
-    return GraphList(g._value, g._trace)
+def _as_list(g: Any) -> GraphList:
+    return g if isinstance(g, GraphList) else GraphList(g._value, g._trace)
 
 
 def append(lst: GraphList, item: Any) -> GraphList:
@@ -218,20 +246,20 @@ def append(lst: GraphList, item: Any) -> GraphList:
     return _as_list(_record(list_append, "append", (lst, item), _list_meta(dtype, shape, device), writes=True))
 
 
-def pop(lst: GraphList, index: Any = -1) -> tuple[GraphList, GraphTensor]:
+def pop(lst: GraphList, index: Any = -1) -> tuple[GraphList, Any]:
     """`lst.pop(index)`; returns (the list after the pop, the element)."""
     v = lst._value
     if v.dtype is None:
         raise not_allowed(lst, "popping from a graph list whose elements are unknown",
                                  "append to it before popping")
-    meta = (_list_meta(v.dtype, v.shape, v.device), Meta(v.dtype, v.shape, v.device))
+    meta = (_list_meta(v.dtype, v.shape, v.device), element_meta(v))
     out = _record(list_pop, "pop", (lst, index), meta, writes=True)
     return _as_list(out[0]), out[1]
 
 
-def length(lst: GraphList) -> GraphTensor:
+def length(lst: GraphList) -> Any:
     """`len(lst)` as a run-time Python int."""
-    return _record(list_len, "len", (lst,), Meta(torch.int64, (), None, ValueKind.SCALAR), writes=False)
+    return _record(list_len, "len", (lst,), ScalarMeta(torch.int64), writes=False)
 
 
 def getitem(lst: GraphList, index: Any) -> Any:
@@ -242,5 +270,4 @@ def getitem(lst: GraphList, index: Any) -> Any:
     if isinstance(index, slice):
         meta = _list_meta(v.dtype, v.shape, v.device)
         return _as_list(record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"), (lst, index), {}, meta))
-    return record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"), (lst, index), {},
-                            Meta(v.dtype, v.shape, v.device))
+    return record_with_meta(Op(OpKind.OPERATOR, operator.getitem, "getitem"), (lst, index), {}, element_meta(v))

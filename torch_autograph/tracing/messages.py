@@ -8,8 +8,6 @@ from typing import Any
 import torch
 
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
-from ..graph import ValueKind
-from .graph_shape import GraphShape
 from .locations import user_location
 
 
@@ -32,63 +30,6 @@ def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInG
     cls = GraphAttributeError if error is AttributeError else error
     return cls(f"{what} is not allowed while tracing: the tensor %{g._value.name} "
                f"({g._value.type_str()}) has no value yet{where}.{code}\nFix: {fix}.")
-
-
-def holds_none(args: tuple, kwargs: dict) -> bool:
-    """None as a positional argument or inside a tuple/list argument: where a dim of `x.shape` may have gone."""
-    return any(a is None for a in args) or any(
-        any(b is None for b in a) for a in (*args, *kwargs.values()) if isinstance(a, (tuple, list)))
-
-
-_UNKNOWN_DIM_FIX = (
-    "While tracing with a None dim in the input_signature (or with reduce_retracing=True), x.shape shows None "
-    "for that dim, as in TensorFlow. Fix: use x.size(i), x.size() or ta.shape(x), which give run-time values "
-    "usable as sizes and in arithmetic: torch.zeros(x.size()), torch.full((x.size(0), 3), v), "
-    "x.reshape(x.size(0) * 3).")
-
-
-def unknown_dim_error(error: TypeError, fn_name: str, args: tuple, kwargs: dict) -> TypeError:
-    """torch's complaint about a None size, explained: the None is most likely a dim unknown in this trace."""
-    if getattr(error, "_ta_unknown_dims", False):
-        return error
-    loc = user_location()
-    where = f" at {loc}" if loc else ""
-    code = f"\n    {loc.line}" if loc and loc.line else ""
-    shapes = [a for a in (*args, *kwargs.values()) if isinstance(a, GraphShape) and None in a]
-    what = (f"the shape {tuple(shapes[0])} of a graph tensor, whose None dims are" if shapes else
-            "None where a size goes: if it is x.shape[i], that dim is")
-    explained = TypeError(f"{error}\n{fn_name}() was given {what} unknown in this trace{where}.{code}\n"
-                          f"{_UNKNOWN_DIM_FIX}")
-    explained._ta_unknown_dims = True
-    return explained
-
-
-def explain_trace_error(e: BaseException, state: Any) -> None:
-    """Add a note to a TypeError that a dim unknown in the trace most likely caused.
-
-    Two causes cannot be caught where they happen: `x.shape[0] * 3` fails in
-    user code on None, and torch's argument parser rejects a run-time number
-    as the first of varargs sizes (`torch.zeros(n, 2)`) in code AutoGraph did
-    not convert, before any Python dispatch.
-    """
-    if not isinstance(e, TypeError) or getattr(e, "_ta_unknown_dims", False):
-        return
-    refused = state.refused_index
-    if refused is not None:
-        note = (f"torch's argument parser refused the run-time Python number %{refused.name} (a value such as "
-                f"x.size(0), known only when the graph runs) where it needed a Python int. Converted code "
-                f"(AutoGraph, the default) stages such calls; in code AutoGraph does not convert (autograph=False, "
-                f"do_not_convert), pass the sizes as one tuple: torch.zeros((n, 2)), p.expand((n, 3)).")
-    elif "NoneType" in str(e) and any(v.shape is None or None in v.shape for v in state.graph.inputs
-                                      if v.kind is ValueKind.TENSOR):
-        note = f"This trace has inputs with dims unknown until the graph runs. {_UNKNOWN_DIM_FIX}"
-    else:
-        return
-    try:
-        e.add_note(note)
-        e._ta_unknown_dims = True
-    except (AttributeError, TypeError):
-        pass
 
 
 def leaked_tensor_error(g: Any) -> InaccessibleTensorError:

@@ -25,16 +25,18 @@ body again.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import replace
 from typing import Any
 
 import torch
 
 from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, substitute
-from ..graph.walkers import merge_dims
+from ..graph.ops import Expression
 from . import lists
 from .context import current
-from .shape_inference import Meta, shape_inference
+from .meta import ListMeta, TensorMeta
+from .symbols import ScalarMeta, same_dim
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
 _POLYMORPHIC = frozenset({
@@ -118,25 +120,60 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
             raise _CannotRetype
         metas = [_merged_list(lst if lst.dtype is not None else None, item)]
     elif op.kind is OpKind.FUNCTION and op.target is lists.list_len:
-        metas = [Meta(v.dtype, v.shape, v.device, v.kind) for v in node.outputs]
+        return
     elif op.kind is OpKind.CONTROL and isinstance(op.target, CheckOp):
         return
     elif op.kind is OpKind.CONTROL and isinstance(op.target, CondOp):
         metas = _retype_cond(node, mapping)
+    elif op.kind is OpKind.FUNCTION and isinstance(op.target, Expression) and _ring_expression(op.target):
+        metas = [_infer(op.target, node.args, node.kwargs)]
     else:
         raise _CannotRetype
     if len(metas) != len(node.outputs):
         raise _CannotRetype
     new_outputs = []
     for old, meta in zip(node.outputs, metas):
-        if (meta.dtype, meta.shape, meta.device, meta.kind) == (old.dtype, old.shape, old.device, old.kind):
-            new_outputs.append(old)
-            continue
-        new = Value(old.name, meta.dtype, meta.shape, meta.device, meta.kind, meta.stand_ins)
-        mapping[id(old)] = new
+        new = _value_like(old, meta)
+        if new is not old:
+            mapping[id(old)] = new
         new_outputs.append(new)
     node.outputs = tuple(new_outputs)
     node.pattern = substitute(node.pattern, mapping)
+
+
+def _ring_expression(expr: Expression) -> bool:
+    """Whether `expr` uses only `+`, `-`, `*` and integer constants.
+
+    Its symbolic simplification (`s + s` -> `2*s`) then holds for tensors of any dtype too; one with
+    `//`, `%` or a function may rely on its arguments being integers, and the body is traced again.
+    """
+    return re.fullmatch(r"[\s\d()+\-*_a]*", expr.text) is not None and "**" not in expr.text
+
+
+def _value_like(old: Value, meta: Any) -> Value:
+    """`old` if `meta` describes the same type, else a new Value of `meta`'s type with `old`'s name."""
+    symbols = current().symbols
+    if isinstance(meta, TensorMeta):
+        shape = tuple(meta.example.shape)
+        if old.kind is ValueKind.TENSOR and (old.dtype, old.device) == (meta.dtype, meta.device) and \
+                len(old.shape) == len(shape) and all(same_dim(a, b) for a, b in zip(old.shape, shape)):
+            return old
+        new = Value(old.name, meta.dtype, shape, meta.device, ValueKind.TENSOR, meta.example)
+        for d, size in enumerate(shape):
+            if isinstance(size, torch.SymInt):
+                symbols.output_dim(size, new, d)
+        return new
+    if isinstance(meta, ListMeta):
+        if old.kind is ValueKind.LIST and (old.dtype, old.shape, old.device) == (meta.dtype, meta.shape, meta.device):
+            return old
+        return Value(old.name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
+    if isinstance(meta, ScalarMeta):
+        if old.kind is ValueKind.SCALAR and old.dtype == meta.dtype:
+            return old
+        new = Value(old.name, meta.dtype, (), None, ValueKind.SCALAR)
+        symbols.from_value(new)
+        return new
+    raise _CannotRetype
 
 
 def _only_initial_values_changed(node: Node, mapping: dict[int, Value]) -> bool:
@@ -159,7 +196,7 @@ def _is_tensor(x: Any) -> bool:
     return isinstance(x, Value) and x.kind is ValueKind.TENSOR
 
 
-def _merged_list(lst: Value | None, item: Value) -> Meta:
+def _merged_list(lst: Value | None, item: Value) -> ListMeta:
     """The type of graph list `lst` (None: element type unknown) holding `item` too, as `list_append` merges it."""
     try:
         dtype, shape, device = lists.merge_elements(lst, item, "a graph list")
@@ -167,23 +204,21 @@ def _merged_list(lst: Value | None, item: Value) -> Meta:
         # Elements of two types (`out.append(n)` before `n` became a float tensor): a trace of the
         # re-typed body decides, as the user's code would (it reports the error if there is one).
         raise _CannotRetype from None
-    return Meta(dtype, shape, device, ValueKind.LIST)
+    return ListMeta(dtype, shape, device)
 
 
-def _infer(fn: Any, args: tuple, kwargs: dict) -> Meta:
-    state = current()
-    device = state.root.default_device if state is not None else None
+def _infer(fn: Any, args: tuple, kwargs: dict) -> Any:
     try:
-        with torch._C.DisableTorchFunction():  # run on meta tensors, not recorded into the trace
-            meta = shape_inference.infer(fn, args, kwargs, device)
+        with torch._C.DisableTorchFunction():  # run on examples, not recorded into the trace
+            meta = current().engine.infer(fn, args, kwargs)
     except Exception:
         raise _CannotRetype from None
-    if not isinstance(meta, Meta):
+    if not isinstance(meta, (TensorMeta, ScalarMeta)):
         raise _CannotRetype
     return meta
 
 
-def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
+def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Any]:
     """Re-type both branches, then merge their outputs as `cond` did when it was traced."""
     for sub in node.subgraphs:
         _retype_graph(sub, mapping)
@@ -196,12 +231,22 @@ def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Meta]:
             raise _CannotRetype
         if a.kind is ValueKind.LIST:
             if b.dtype is None:
-                metas.append(Meta(a.dtype, a.shape, a.device, ValueKind.LIST))
+                metas.append(ListMeta(a.dtype, a.shape, a.device))
                 continue
             metas.append(_merged_list(a if a.dtype is not None else None, b))
             continue
-        shape = () if a.kind is ValueKind.SCALAR else merge_dims(a.shape, b.shape)
-        metas.append(Meta(a.dtype, shape, a.device, a.kind))
+        if a.kind is ValueKind.SCALAR:
+            metas.append(ScalarMeta(a.dtype))
+            continue
+        if len(a.shape) != len(b.shape):
+            raise _CannotRetype
+        shape = tuple(x if same_dim(x, y) else None for x, y in zip(a.shape, b.shape))
+        if old.kind is ValueKind.TENSOR and all(same_dim(x, y) for x, y in zip(old.shape, shape) if y is not None) \
+                and len(old.shape) == len(shape) and (old.dtype, old.device) == (a.dtype, a.device):
+            metas.append(TensorMeta(old.example, old.device))  # unchanged (its open dims stay its own)
+            continue
+        example = current().engine.example(shape, a.dtype, a.device)
+        metas.append(TensorMeta(example, a.device))
     if len(metas) != len(node.outputs):
         raise _CannotRetype
     if not node.op.stateful and any(n.stateful for sub in node.subgraphs for n in sub.nodes):

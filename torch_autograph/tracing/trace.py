@@ -1,10 +1,11 @@
-"""One trace: the graph being recorded, its names and captures; `tracing(graph)` runs user code into it.
+"""One trace: the graph being recorded, its names, captures and symbols; `tracing(graph)` runs user code into it.
 
 `tracing(graph)` makes a new `TraceState` current (a ContextVar, so threads
 trace independently) and activates the tracing TorchFunctionMode for its
 duration only. Control flow records its branches and loop bodies into
-sub-traces (`subtrace`), whose values of enclosing traces are lifted in
-through a hook.
+sub-traces (`subtrace`), whose reads of values of enclosing traces are lifted
+in through a hook (`lift_outer`). Sub-traces share the root trace's names,
+symbols (`symbols.SymbolTable`) and metadata engine (`meta.MetaEngine`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,23 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..graph import Graph, Value, ValueKind, map_nest
-from .context import activate, current
+from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
+from .context import Traced, activate, current
+from . import lazy_dynamo
 from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
+from .locations import user_location
 from .messages import autocast_state, leaked_tensor_error
-from .tensor import GraphTensor, TracingMode
+from .meta import MetaEngine, meta_example
+from .numbers import traced
+from .recording import TracingMode
+from .symbols import SYMBOLIC, SymbolTable, constant_of
+from .tensor import GraphTensor
 
 _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "nan", "self", "None", "True", "False",
-                                         "_", "abs", "slice"}
+                                         "_", "abs", "slice",
+                                         # functions that size expressions call in generated code
+                                         "max", "min", "int", "float", "bool", "round", "pow"}
 
 
 class TraceState:
@@ -38,17 +47,25 @@ class TraceState:
         self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
         # Read once per trace: torch.get_default_device() costs microseconds per call.
         self.default_device = torch.get_default_device() if parent is None else parent.default_device
+        self.symbols: SymbolTable = SymbolTable() if parent is None else parent.symbols
+        self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
         self.closed = False
         self._names: set[str] = set() if parent is None else self.root._names
         self._captures: dict[int, GraphTensor] = {}
+        self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
+        self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
+        self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
         self.modules: dict[int, torch.nn.Module] = {}
         self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
-        # A run-time Python number whose __index__ torch's argument parser tried since the last recorded
-        # op: if the trace then fails with a TypeError, that refusal is the likely cause.
-        self.refused_index: Value | None = None
+        self.notes: list[str] = []
+        # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
+        self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
+        self._checking = False  # adding the check nodes of run-time size assumptions
+        # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
+        self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
-        self.lift_outer: Callable[[GraphTensor], GraphTensor] | None = None
+        self.lift_outer: Callable[[Value], Value] | None = None
 
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
@@ -63,26 +80,68 @@ class TraceState:
         return name
 
     # ----- values ---------------------------------------------------------------------
-    def placeholder(self, name: str, dtype: torch.dtype, shape: tuple | None, device: torch.device | None,
-                    kind: ValueKind = ValueKind.TENSOR) -> GraphTensor:
-        value = Value(self.fresh_name(name), dtype, shape, device, kind)
-        self.graph.inputs.append(value)
-        return GraphTensor(value, self)
+    def placeholder(self, name: str, dtype: torch.dtype, shape: tuple, device: torch.device | None,
+                    hints: tuple | None = None, requires_grad: bool | None = None,
+                    grad_hint: tuple[bool, bool] | None = None) -> GraphTensor:
+        """A graph input. None dims of `shape` become size symbols: unbacked (any size) unless this trace is
+        `backed`, where they are backed by `hints` (the call's sizes) so that library code may decide on them.
 
-    def wrap(self, value: Value) -> GraphTensor:
-        """The user-facing object for a value of this trace: a GraphList for a LIST value, else a GraphTensor."""
-        return (GraphList if value.kind is ValueKind.LIST else GraphTensor)(value, self)
+        `requires_grad` None: it depends on each call's tensor. Reading it while tracing is then an error,
+        unless `grad_hint` gives the call's tensor's (requires_grad, is_leaf): the answer is that, and the
+        trace is kept for the calls whose tensor agrees (`grad_assumptions`).
+        """
+        name = self.fresh_name(name)
+        if all(d is not None for d in shape):
+            example = meta_example(tuple(shape), dtype, requires_grad=bool(requires_grad))
+            value = Value(name, dtype, tuple(shape), device, ValueKind.TENSOR, example)
+        else:
+            syms = {d: self.symbols.input_symbol(name, d, None if hints is None or not self.backed else hints[d])
+                    for d, size in enumerate(shape) if size is None}
+            sizes = tuple(syms.get(d, size) for d, size in enumerate(shape))
+            example = self.engine.example(sizes, dtype, device, requires_grad=bool(requires_grad))
+            value = Value(name, dtype, sizes, device, ValueKind.TENSOR, example)
+            for d, sym in syms.items():
+                self.symbols.bind_input(sym, value, d)
+        self.add_input(value)
+        gt = GraphTensor(value, self, requires_grad=bool(requires_grad), origin="input",
+                         unknown_grad=requires_grad is None)
+        if grad_hint is not None:
+            gt._grad_hint = (id(value), *grad_hint)
+        return gt
+
+    def wrap(self, value: Value, requires_grad: bool = False, unknown_grad: bool = False,
+             origin: str = "node") -> Any:
+        """The object user code sees for `value`: a GraphTensor, a GraphList, or a traced number."""
+        if value.kind is ValueKind.TENSOR:
+            return GraphTensor(value, self, requires_grad=requires_grad, origin=origin, unknown_grad=unknown_grad)
+        if value.kind is ValueKind.LIST:
+            return GraphList(value, self)
+        example = value.example
+        if not isinstance(example, SYMBOLIC):
+            example = self.symbols.from_value(value)  # a number this node makes: a symbol of its own
+        elif self.symbols.needs_source(example):
+            self.symbols.bind_value(example, value)  # a fresh symbol torch made (a fake `.item()`)
+        else:
+            self.sym_values.setdefault(self.symbols.env.replace(example.node.expr), value)
+        return traced(example)
 
     def capture(self, t: torch.Tensor, name: str | None = None) -> GraphTensor:
-        """The graph value standing for real tensor `t` (a module parameter, a closure tensor...)."""
+        """The graph value standing for real tensor `t` (a module parameter, a closure tensor...).
+
+        A graph tensor is returned as a value of this trace (lifted from an enclosing one if need be).
+        """
+        if isinstance(t, GraphTensor):
+            return self.to_graph_tensor(t)
         if self.parent is not None:
-            outer = self.root.capture(t, name)
-            return self.to_graph_tensor(outer)
+            return self.to_graph_tensor(self.root.capture(t, name))
         gt = self._captures.get(id(t))
         if gt is None:
-            value = Value(self.fresh_name(name or self._capture_name(t)), t.dtype, tuple(t.shape), t.device)
+            example = meta_example(tuple(t.shape), t.dtype, tuple(t.stride()), t.requires_grad)
+            value = Value(self.fresh_name(name or self._capture_name(t)), t.dtype, tuple(t.shape), t.device,
+                          ValueKind.TENSOR, example)
             self.graph.captures.append((value, t))
-            gt = GraphTensor(value, self)
+            self._defined.add(id(value))
+            gt = GraphTensor(value, self, requires_grad=t.requires_grad, origin="capture")
             self._captures[id(t)] = gt
         return gt
 
@@ -94,28 +153,123 @@ class TraceState:
                     return f"{type(m).__name__.lower()}_{pname}"
         return "param" if isinstance(t, torch.nn.Parameter) else "const"
 
-    def to_graph_tensor(self, g: GraphTensor) -> GraphTensor:
-        """`g` as a value usable in this trace (lifting values of enclosing traces)."""
-        if g._trace is self:
-            return g
+    def record_size(self, value: Value, dim: int) -> Value:
+        """A node reading `value.size(dim)` into this trace's graph: the run-time value of a size symbol."""
+        example = value.shape[dim] if isinstance(value.shape[dim], torch.SymInt) else None
+        out = Value(self.fresh_name(f"{value.name}_size{dim}"), torch.int64, (), None, ValueKind.SCALAR, example)
+        self.add_node(Node(Op(OpKind.METHOD, "size", "size", pure=True), (value, dim), {}, (out,), pattern=out))
+        return out
+
+    def add_node(self, node: Node) -> None:
+        """Append `node` to this trace's graph (the one way nodes are added while tracing)."""
+        self.graph.nodes.append(node)
+        self._defined.update(id(v) for v in node.outputs)
+        if self.symbols.active and not self._checking:
+            self._check_runtime_asserts()
+
+    def _check_runtime_asserts(self) -> None:
+        """Check nodes for what torch assumed, while recording, about sizes known only when the graph runs.
+
+        `x[mask] + z` makes torch assume the mask's count equals `z`'s length (else it would broadcast) and
+        compute every later size from that: the graph must check it where the count exists.
+        """
+        new = self.symbols.new_runtime_asserts()
+        if not new:
+            return
+        self._checking = True
+        try:
+            loc = user_location()
+            for ra in new:
+                cond = self.symbols.assert_value(ra.expr, self)
+                if cond is None:
+                    continue  # about symbols torch made inside a kernel and never showed: nothing reads them
+                what = self.symbols.describe(ra.expr, self)
+                message = (f"the graph was traced assuming {what}{f' at {loc}' if loc else ''}, which this call "
+                           f"breaks (eager code might broadcast or take another path there); make the sizes "
+                           f"explicit (expand, reshape, or a fixed-length slice) so that the program does not "
+                           f"depend on it")
+                check = CheckOp(message, label=f"assumed {what}")
+                self.add_node(Node(Op(OpKind.CONTROL, check, "check", effects=Effect.RAISES), (cond,), {}, (),
+                                   origin=loc))
+        finally:
+            self._checking = False
+
+    def add_input(self, value: Value) -> None:
+        """Make `value` an input of this trace's graph (a placeholder, or a sub-graph's read of an outer value)."""
+        if id(value) not in self._defined:
+            self.graph.inputs.append(value)
+            self._defined.add(id(value))
+
+    def refresh_defined(self) -> None:
+        """Recompute which values this graph has (after re-typing replaced some of them)."""
+        g = self.graph
+        self._defined = {id(v) for v in g.inputs} | {id(v) for v, _ in g.captures} | {
+            id(v) for n in g.nodes for v in n.outputs}
+
+    def definer(self, value: Value) -> "TraceState | None":
+        """The nearest trace (this one or an enclosing one) whose graph has `value`, or None."""
+        state = self
+        while state is not None:
+            if id(value) in state._defined:
+                return state
+            state = state.parent
+        return None
+
+    def resolve(self, value: Value) -> Value:
+        """`value` as a value of this trace: lifted in from the enclosing trace that has it."""
+        owner = self.definer(value)
+        if owner is None:
+            raise AssertionError(f"bug in torch_autograph: %{value.name} is visible in no enclosing graph")
+        return self.lift_value(value, owner)
+
+    # ----- values of enclosing traces ------------------------------------------------------
+    def lift_value(self, v: Value, owner: "TraceState") -> Value:
+        """`v`, a value of trace `owner` (this one or an enclosing one), as a value of this trace."""
+        if owner is self:
+            return v
         state = self.parent
         while state is not None:
-            if g._trace is state:
+            if owner is state:
                 if self.lift_outer is None:
                     raise AssertionError("bug in torch_autograph: a sub-trace without a lifting hook")
-                return self.lift_outer(g)
+                return self.lift_outer(self.parent.lift_value(v, owner))
             state = state.parent
-        raise leaked_tensor_error(g)
+        raise AssertionError(f"bug in torch_autograph: %{v.name} belongs to no enclosing trace")
+
+    def _owns(self, other: "TraceState") -> bool:
+        state = self
+        while state is not None:
+            if state is other:
+                return True
+            state = state.parent
+        return False
+
+    def to_graph_tensor(self, g: Any) -> Any:
+        """`g` (a GraphTensor or GraphList) as a value usable in this trace (lifting values of enclosing traces)."""
+        if g._trace is self:
+            return g
+        if g._trace is None or not self._owns(g._trace):
+            raise leaked_tensor_error(g)
+        value = self.lift_value(g._value, g._trace)
+        if isinstance(g, GraphTensor):
+            lifted = GraphTensor(value, self, requires_grad=g.raw_requires_grad(), origin=g._origin,
+                                 unknown_grad=g._rg_unknown)
+            lifted._grad_hint = g._grad_hint
+            return lifted
+        return GraphList(value, self)
 
     def to_value(self, obj: Any) -> Any:
-        """Replace graph and real tensors in a nest of arguments by graph Values of this trace."""
+        """Replace graph values, real tensors and symbolic numbers in a nest of arguments by graph Values."""
         return map_nest(self._leaf_value, obj)
 
     def _leaf_value(self, x: Any) -> Any:
-        if isinstance(x, GraphTensor):
+        if isinstance(x, Traced):
             return self.to_graph_tensor(x)._value
         if isinstance(x, torch.Tensor):
             return self.capture(x)._value
+        if isinstance(x, SYMBOLIC):
+            x = constant_of(x)
+            return self.symbols.value_of(x, self) if isinstance(x, SYMBOLIC) else x
         if hasattr(x, "_ta_graph_value"):  # a Variable: the tensor it stands for
             return self.to_value(x._ta_graph_value())
         return x
@@ -124,6 +278,7 @@ class TraceState:
 @contextmanager
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
+    lazy_dynamo.defer()  # meta kernels would import torch._dynamo (about 1 s) for nothing
     state = TraceState(graph)
     try:
         with trace_hooks.installed(), activate(state), TracingMode():
@@ -134,7 +289,7 @@ def tracing(graph: Graph) -> Iterator[TraceState]:
 
 
 @contextmanager
-def subtrace(graph: Graph, lift_outer: Callable[[GraphTensor], GraphTensor]) -> Iterator[TraceState]:
+def subtrace(graph: Graph, lift_outer: Callable[[Value], Value]) -> Iterator[TraceState]:
     """Record into a sub-graph (a branch or loop body) of the current trace."""
     parent = current()
     assert parent is not None, "bug in torch_autograph: subtrace outside a trace"

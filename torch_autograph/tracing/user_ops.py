@@ -15,9 +15,11 @@ from ..graph import Effect, Op, OpKind
 from . import cond as cond_module
 from . import while_loop as while_module
 from .context import current
-from .shape_inference import Meta
+from .meta import TensorMeta
+from .recording import run_or_record
 from .spec import TensorSpec
-from .tensor import GraphTensor, run_or_record
+from .symbols import is_graph_value
+from .tensor import GraphTensor
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """`true_fn() if pred else false_fn()`; a graph `cond` when `pred` is a graph tensor.
@@ -58,11 +60,11 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Se
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
 
     vals, done = tuple(loop_vars), 0
-    if current() is not None and not isinstance(maximum_iterations, GraphTensor):
+    if current() is not None and not is_graph_value(maximum_iterations):
         # Python predicates run as Python (unrolled) until one turns out to be a graph value.
         while maximum_iterations is None or done < maximum_iterations:
             pred = cond(*vals)
-            if isinstance(pred, GraphTensor):
+            if is_graph_value(pred):
                 break
             if not pred:
                 return list(vals) if isinstance(loop_vars, list) else vals
@@ -75,13 +77,25 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Se
 
 
 def _print_now(*args: Any, **kwargs: Any) -> None:
-    builtins.print(*args, **kwargs)
+    builtins.print(*map(_printed_value, args), **kwargs)
+
+
+def _printed_value(a: Any) -> Any:
+    """What `ta.print` shows for `a`: tensors by their values, without autograd's `grad_fn=<...>` / `requires_grad`."""
+    if isinstance(a, torch.Tensor):
+        return a.detach() if a.requires_grad else a
+    if type(a) in (list, tuple):
+        return type(a)(map(_printed_value, a))
+    if type(a) is dict:
+        return {k: _printed_value(v) for k, v in a.items()}
+    return a
 
 
 def print(*args: Any, **kwargs: Any) -> None:  # noqa: A001 - TensorFlow's name
     """`print` that runs every time the graph runs (Python's `print` runs only while tracing).
 
-    Takes the same arguments as `print`; tensors print their values.
+    Takes the same arguments as `print`; tensors print their values (without autograd's `grad_fn`, as a
+    value), also inside lists, tuples and dicts.
     """
     run_or_record(Op(OpKind.FUNCTION, _print_now, "print", effects=Effect.RUNS_PYTHON), args, kwargs, None)
 
@@ -123,7 +137,13 @@ def _convert_outputs(out: Any, tout: Any) -> Any:
     if isinstance(tout, (list, tuple)):
         return tuple(_convert_outputs(o, t) for o, t in zip(out, tout))
     dtype = tout.dtype if isinstance(tout, TensorSpec) else tout
-    return torch.as_tensor(out, dtype=dtype)
+    result = torch.as_tensor(out, dtype=dtype)
+    if isinstance(tout, TensorSpec) and not tout.is_compatible_with(result.to(tout.device or result.device)):
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"py_function returned a tensor of shape {tuple(result.shape)}, which does not fit "
+                                   f"its Tout {tout!r}")
+    return result
 
 
 def _metas(tout: Any) -> Any:
@@ -131,11 +151,17 @@ def _metas(tout: Any) -> Any:
         return None
     if isinstance(tout, (list, tuple)):
         return tuple(_metas(t) for t in tout)
-    device = torch.get_default_device()
-    if isinstance(tout, TensorSpec):
-        return Meta(tout.dtype, tout.shape, tout.device or device)
+    state = current()
     if isinstance(tout, torch.dtype):
-        return Meta(tout, None, device)
+        raise TypeError(f"py_function: Tout={tout} gives the dtype but not the shape, and a graph tensor needs its "
+                        f"rank while tracing: pass ta.TensorSpec(shape, {tout}), with None for the sizes known only "
+                        f"when it runs (e.g. ta.TensorSpec([None, 3], {tout}))")
+    if isinstance(tout, TensorSpec):
+        if tout.shape is None:
+            raise TypeError(f"py_function: Tout {tout!r} leaves the rank unknown, but a graph tensor needs its rank: "
+                            f"give the shape, with None for sizes known only when it runs (e.g. TensorSpec([None, 3]))")
+        device = tout.device or state.default_device
+        return TensorMeta(state.engine.example(tout.shape, tout.dtype, device), device)
     raise TypeError(f"py_function: Tout must be None, a torch.dtype, a ta.TensorSpec or a list of them; got {tout!r}")
 
 
@@ -155,7 +181,7 @@ def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = None, name:
         func: any Python callable; it receives real tensors (and the other
             values of `inp` as they are).
         inp: the arguments.
-        Tout: None (no result), a `torch.dtype`, a `ta.TensorSpec` (dtype and
+        Tout: None (no result), a `ta.TensorSpec` (dtype and
             shape), or a list of them; results are converted to these dtypes.
         name: shown in the graph.
 

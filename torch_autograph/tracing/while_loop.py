@@ -44,15 +44,14 @@ import torch
 from .. import nest
 from ..graph import Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
-from ..graph.walkers import fits
 from . import lists
 from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
-                       number_to_tensor, structure_repr, to_value, type_words, value_type, where)
+                       number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
 from .context import current
 from .locations import user_location
 from .retype import retype
-from .tensor import GraphTensor
+from .symbols import OutputDim, constant_of, is_graph_value, same_dim
 from .trace import TraceState
 
 
@@ -146,15 +145,15 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
             raise TypeError(f"the loop body{where(origin)} returned {len(out)} values for {len(tops)} loop variables")
         result = []
         for i, (o, top) in enumerate(zip(out, tops)):
-            if isinstance(top, lists.GraphList) and type(o) is list and all(
-                    isinstance(x, (GraphTensor, torch.Tensor)) and not isinstance(x, lists.GraphList) for x in o):
+            if isinstance(top, lists.GraphList) and type(o) is list and all(isinstance(x, torch.Tensor) for x in o):
                 o = lists.new_list(o)  # a graph-list variable given a new Python list (`out = [x]`)
             if nest.structure_signature(o) != structures[i]:
                 if type(top) is list and (type(o) is list or isinstance(o, lists.GraphList)):
                     raise _ListGrew(i)
                 if top is UNSET:
                     raise _UnsetTakesStructure(i, nest.map_structure(lambda _: UNSET, o))
-                raise TypeError(f"'{names[i]}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(names[i])} does not have the same nested structure after one iteration of "
+                                f"the "
                                 f"loop{where(origin)}:\n  before: {structure_repr(top)}\n  after:  "
                                 f"{structure_repr(o)}")
             result.extend(nest.flatten(o))
@@ -173,6 +172,11 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
         promote.update(result.promote)
         refined.update(result.refined)
         inferred.update(result.inferred)
+        for k, shape in result.relax.items():
+            leaf_invariants[k] = shape
+            state.root.notes.append(
+                f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
+                f"{where(origin)}: its dims {_shape_words(shape)} are symbolic (None: known only when the graph runs)")
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -197,6 +201,7 @@ class _Retrace:
     promote: dict[int, Value] = field(default_factory=dict)
     refined: dict[int, Value] = field(default_factory=dict)
     inferred: dict[int, Any] = field(default_factory=dict)
+    relax: dict[int, tuple] = field(default_factory=dict)  # loop var -> shape with None where it changes
 
 
 @dataclass
@@ -206,9 +211,10 @@ class _Changes:
     promote: dict[int, Value] = field(default_factory=dict)  # Python number -> tensor like this value
     refine: dict[int, Value] = field(default_factory=dict)  # graph list -> this element type
     define: dict[int, Any] = field(default_factory=dict)  # first assigned in the body -> this placeholder init
+    relax: dict[int, tuple] = field(default_factory=dict)  # tensor whose shape changes -> its relaxed shape
 
     def __bool__(self) -> bool:
-        return bool(self.promote or self.refine or self.define)
+        return bool(self.promote or self.refine or self.define or self.relax)
 
 
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
@@ -235,12 +241,12 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         vals = []
         for i, v in enumerate(inits):
             if i in carried:
-                branch.graph.inputs.append(carried[i])
+                branch.add_input(carried[i])
                 vals.append(branch.state.wrap(carried[i]))
             else:
                 vals.append(v)
         if iterated is not None:
-            branch.graph.inputs.append(iterated)
+            branch.add_input(iterated)
         return vals
 
     # 3. Trace the condition and the body, each exactly once.
@@ -251,13 +257,15 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         raise TypeError(f"the loop body{where(origin)} returned {len(body_out)} values for {len(inits)} loop "
                         f"variables")
     pred_v = to_value(cb, pred)
-    raw = [to_value(bb, o) if isinstance(o, (GraphTensor, torch.Tensor)) else o for o in body_out]
+    raw = [to_value(bb, o) for o in body_out]
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()
     for _ in range(8):
-        changes = _type_changes(carried, inits, raw, body_out, names, origin)
+        changes = _type_changes(state, carried, inits, raw, body_out, names, origin)
         if not changes:
             break
+        if changes.relax:  # a shape that changes between iterations: trace again with those dims symbolic
+            return _Retrace(promote=seen.promote, inferred=seen.define, relax=changes.relax)
         for mine, theirs in ((seen.promote, changes.promote), (seen.refine, changes.refine),
                              (seen.define, changes.define)):
             mine.update(theirs)
@@ -278,18 +286,20 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
             for i, init in changes.define.items():
                 inits[i] = init
                 carried[i] = _carried_value(state, i, init, None, invariants, names, origin)
-                cb.graph.inputs.append(carried[i])
-                bb.graph.inputs.append(carried[i])
+                cb.add_input(carried[i])
+                bb.add_input(carried[i])
             carried = dict(sorted(carried.items()))
             if iterated is None and any(i in require for i in changes.define):
                 required = [i for i in changes.define if i in require]
                 iterated = _iterated_value(state)
-                cb.graph.inputs.append(iterated)
-                bb.graph.inputs.append(iterated)
+                cb.add_input(iterated)
+                bb.add_input(iterated)
         full = retype((cb.graph, bb.graph), mapping)
         if full is None:
             # A node whose operation depends on the new types: trace the body again (see the module docstring).
             return retrace
+        cb.state.refresh_defined()
+        bb.state.refresh_defined()
         pred_v = _substitute(pred_v, full)
         raw = [_substitute(r, full) for r in raw]
     else:
@@ -299,7 +309,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
     eliminate_dead_code(cb.graph)
     eliminate_dead_code(bb.graph)
-    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin)
+    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin, raw)
 
 
 def _promoted(v: Any, like: Value) -> Any:
@@ -308,26 +318,62 @@ def _promoted(v: Any, like: Value) -> Any:
 
 
 def _iterated_value(state: TraceState) -> Value:
-    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR)
+    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
 
 
 def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
                    names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
-    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given)."""
-    if leaf_kind(v) == "pyscalar":
-        meta = Value("_", SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
-    else:
-        meta = state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value
-    meta = refined or meta
-    shape = meta.shape
+    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
+
+    A tensor keeps its static dims and the symbols of its initial value, except dims the shape invariant
+    leaves open (None), which get fresh size symbols, read from the loop variable itself.
+    """
+    kind = leaf_kind(v)
+    name = reuse or state.fresh_name(_loop_name(names, i))
+    if kind == "pyscalar":
+        value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
+        state.symbols.from_value(value)
+        return value
+    meta = refined or state.to_value(v)
+    if meta.kind is ValueKind.SCALAR:
+        value = Value(name, meta.dtype, (), None, ValueKind.SCALAR)
+        state.symbols.from_value(value)
+        return value
+    if meta.kind is ValueKind.LIST:
+        return Value(name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
+    shape: tuple = meta.shape
     if i in invariants:
         inv = invariants[i]
-        shape = None if inv is None else tuple(None if d is None else int(d) for d in inv)
-        if not fits(meta.shape, shape):
-            raise ValueError(f"'{_loop_name(names, i)}' has shape {_shape_words(meta.shape)} before the loop, "
-                             f"which does not conform with the shape invariant {_shape_words(shape)}"
-                             f"{where(origin)}.")
-    return Value(reuse or state.fresh_name(_loop_name(names, i)), meta.dtype, shape, meta.device, meta.kind)
+        if inv is None or len(inv) != len(shape):
+            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
+                             f"which does "
+                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}: a graph loop "
+                             f"variable keeps its rank.")
+        if not all(d is None or same_dim(d, s) or not isinstance(d, int) for d, s in zip(inv, shape)):
+            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
+                             f"which does "
+                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}.")
+        shape = tuple(None if d is None else s for d, s in zip(inv, shape))
+    requires_grad = bool(getattr(meta.example, "requires_grad", False))
+    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad)
+    value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
+    for d, size in enumerate(value.shape):
+        if shape[d] is None:
+            state.symbols.output_dim(size, value, d)
+    return value
+
+
+def _fits_loop_var(state: TraceState, shape: tuple, lv: Value) -> bool:
+    """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
+    if len(shape) != len(lv.shape):
+        return False
+    for out, dim in zip(shape, lv.shape):
+        if same_dim(out, dim):
+            continue
+        source = state.symbols.sources.get(dim.node.expr) if isinstance(dim, torch.SymInt) else None
+        if not (isinstance(source, OutputDim) and source.value is lv):
+            return False
+    return True
 
 
 def _checks_iteration(g: Graph) -> bool:
@@ -353,8 +399,8 @@ def _raw_words(r: Any, obj: Any) -> str:
     return r.type_str() if isinstance(r, Value) else describe(obj)
 
 
-def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: tuple, names: Sequence[str] | None,
-                  origin: SourceLocation | None) -> _Changes:
+def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw: list, body_out: tuple,
+                  names: Sequence[str] | None, origin: SourceLocation | None) -> _Changes:
     """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
     changes = _Changes()
     for i, (init, r) in enumerate(zip(inits, raw)):
@@ -367,30 +413,31 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
-                    raise ValueError(f"'{name}' is None before the loop{where(origin)} but becomes "
+                    raise ValueError(f"{quoted(name)} is None before the loop{where(origin)} but becomes "
                                      f"{describe(out)} in it; give it an initial value of that type before the "
                                      f"loop.")
-                raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                                 f"loop{where(origin)}: {describe(init)} before, {describe(out)} after.")
             continue
         lv, ok = carried[i], _raw_kind(r)
         if ok == "object":
             if r is None:
-                raise ValueError(f"'{name}' is None at the end of the iteration of the loop{where(origin)}.")
-            raise TypeError(f"'{name}' does not have the same nested structure after one iteration of the "
+                raise ValueError(f"{quoted(name)} is None at the end of the iteration of the loop{where(origin)}.")
+            raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                             f"loop{where(origin)}: {lv.type_str()} before, {describe(out)} after.")
         if lv.kind is ValueKind.SCALAR and ok == "tensor":
             changes.promote[i] = r
             continue
         if lv.kind is ValueKind.LIST:
             if ok != "list":
-                raise TypeError(f"'{name}' is a list before the loop{where(origin)} but {_raw_words(r, out)} after "
+                raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
+                                f"{_raw_words(r, out)} after "
                                 f"one iteration.")
-            if r.dtype is not None and (lv.dtype is None or not fits(r.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, f"'{name}'")
+            if r.dtype is not None and (lv.dtype is None or not _element_fits(r.shape, lv.shape)):
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
-                raise TypeError(f"'{name}' holds {lv.dtype} tensors before the loop but {r.dtype} after one "
+                raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
                                 f"iteration{where(origin)}.")
             continue
         if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
@@ -398,14 +445,15 @@ def _type_changes(carried: dict[int, Value], inits: list, raw: list, body_out: t
         else:
             ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
         if ot[1] != lv.dtype:
-            raise TypeError(f"'{name}' has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
+            raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        if lv.kind is ValueKind.TENSOR and not fits(oshape, lv.shape):
-            raise ValueError(f"'{name}' has shape {_shape_words(lv.shape)} before the loop, but shape "
-                             f"{_shape_words(oshape)} after one iteration{where(origin)}. Use "
-                             f"ta.autograph.experimental.set_loop_options(shape_invariants=[({name}, "
-                             f"{_relaxed(lv.shape, oshape)})]) to let it change.")
+        if lv.kind is ValueKind.TENSOR and not _fits_loop_var(state, oshape, lv):
+            if len(oshape) != len(lv.shape):
+                raise ValueError(f"{quoted(name)} has shape {_shape_words(lv.shape)} before the loop, but shape "
+                                 f"{_shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
+                                 f"keeps its rank.")
+            changes.relax[i] = tuple(d if same_dim(d, o) else None for d, o in zip(lv.shape, oshape))
     return changes
 
 
@@ -423,21 +471,22 @@ def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tupl
 
 def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
                 iterated: Value | None, required: list[int], names: Sequence[str] | None, maximum_iterations: Any,
-                origin: SourceLocation | None) -> tuple:
+                origin: SourceLocation | None, raw: list) -> tuple:
     """Record the `while` node (and the run-time check of `required` variables); return the final values."""
     max_iter = maximum_iterations
-    if isinstance(max_iter, GraphTensor):
-        max_iter = state.to_graph_tensor(max_iter)._value
+    if is_graph_value(max_iter):
+        max_iter = state.to_value(max_iter)
     init_args = []
     for i in carried:
         v = inits[i]
-        init_args.append(v if leaf_kind(v) == "pyscalar" else
-                         (state.to_graph_tensor(v)._value if isinstance(v, GraphTensor) else state.capture(v)._value))
+        init_args.append(constant_of(v) if leaf_kind(v) == "pyscalar" else state.to_value(v))
     loop_values = tuple(carried.values()) + ((iterated,) if iterated is not None else ())
     if iterated is not None:
         init_args.append(False)
-    final = {i: Value(state.fresh_name(_loop_name(names, i)), lv.dtype, lv.shape, lv.device, lv.kind)
-             for i, lv in carried.items()}
+    final: dict[int, Value] = {}
+    requires_grad: dict[int, bool] = {}
+    for i, lv in carried.items():
+        final[i], requires_grad[i] = _final_value(state, lv, inits[i], raw[i], _loop_name(names, i))
     final_iterated = _iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
@@ -447,12 +496,29 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     node = Node(op,
                 (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
                 subgraphs=(cb.graph, bb.graph))
-    state.graph.nodes.append(node)
+    state.add_node(node)
     if final_iterated is not None:
-        missing = ", ".join(f"'{_loop_name(names, i)}'" for i in required)
+        missing = ", ".join(f"{quoted(_loop_name(names, i))}" for i in required)
         check(state.wrap(final_iterated),
               f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
-    return tuple(state.wrap(final[i]) if i in final else inits[i] for i in range(len(inits)))
+    return tuple(state.wrap(final[i], requires_grad=requires_grad[i]) if i in final else inits[i]
+                 for i in range(len(inits)))
+
+
+def _final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str) -> tuple[Value, bool]:
+    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols."""
+    if lv.kind is not ValueKind.TENSOR:
+        return Value(state.fresh_name(name), lv.dtype, lv.shape, lv.device, lv.kind), False
+    requires_grad = bool(getattr(lv.example, "requires_grad", False)) or bool(
+        isinstance(out, Value) and getattr(out.example, "requires_grad", False))
+    open_dims = {d for d, size in enumerate(lv.shape) if isinstance(size, torch.SymInt) and isinstance(
+        state.symbols.sources.get(size.node.expr), OutputDim) and state.symbols.sources[size.node.expr].value is lv}
+    shape = tuple(None if d in open_dims else size for d, size in enumerate(lv.shape))
+    example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
+    value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
+    for d in open_dims:
+        state.symbols.output_dim(value.shape[d], value, d)
+    return value, requires_grad
 
 
 def _safe_eq(a: Any, b: Any) -> bool:
@@ -476,12 +542,6 @@ def _shape_words(shape: Any) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _relaxed(a: Any, b: Any) -> str:
-    if a is None or b is None or len(a) != len(b):
-        return "None"
-    return "[" + ", ".join(str(x) if x == y else "None" for x, y in zip(a, b)) + "]"
-
-
 def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
     """A stand-in initial value of `v`'s type (a Value or a Python number) for a variable first assigned in a loop."""
     if isinstance(v, Value):
@@ -489,10 +549,19 @@ def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
             return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
         if v.kind is ValueKind.LIST:
             return lists.new_list([])
-        shape = tuple(0 if d is None else d for d in (v.shape if v.shape is not None else (0,)))
+        shape = tuple(d if type(d) is int else 0 for d in v.shape)  # never read: sizes known only later are 0
         return torch.zeros(shape, dtype=v.dtype, device=v.device)
     if type(v) in SCALAR_DTYPES:
         return type(v)()
-    raise ValueError(f"'{name}' must be defined before the loop{where(origin)}: it is first assigned inside the "
+    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")
+
+
+def _element_fits(shape: tuple | None, element: tuple | None) -> bool:
+    """Whether list elements of `shape` fit a list whose elements are `element` (None dims: any size)."""
+    if element is None:
+        return True
+    if shape is None or len(shape) != len(element):
+        return False
+    return all(e is None or same_dim(s, e) for s, e in zip(shape, element))

@@ -88,7 +88,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         # Whether the statement being visited gets the dual-path shape: True in
         # the function's own body and in plain-path blocks, False inside the
         # generated functions of the staged path (which stay as they were).
-        self.dual: list = [True]
+        self.dual: list = [ctx.dual_path]
         self.globals: set = set()
         self.nonlocals: set = set()
         for n in transformer.walk_statements(fn.body):

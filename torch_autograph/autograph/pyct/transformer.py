@@ -42,6 +42,7 @@ class ConversionContext:
     filename: str
     function_name: str
     namespace: Callable[[str], Any] = lambda name: MISSING
+    dual_path: bool = True
 
 
 MISSING = object()

@@ -34,7 +34,7 @@ import torch
 
 from ..graph import Graph, Node
 from ..ops import OpKind, WhileOp
-from ..values import Value, ValueKind
+from ..values import Value, ValueKind, shape_key
 from ..walkers import substitute, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
 
@@ -93,7 +93,7 @@ def _key(node: Node, epoch: int) -> tuple | None:
         hash(target)
     except TypeError:
         return None
-    outs = tuple((v.dtype, v.shape, v.kind) for v in node.outputs)
+    outs = tuple((v.dtype, shape_key(v.shape), v.kind) for v in node.outputs)
     return (node.op.kind, target, args, kwargs, node.grad_enabled, _pattern_key(node.pattern), outs, epoch)
 
 

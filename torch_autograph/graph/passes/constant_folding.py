@@ -35,7 +35,7 @@ import torch
 
 from ..graph import Graph, Node
 from ..ops import OpKind
-from ..values import Value, ValueKind
+from ..values import Value, ValueKind, is_static
 from ..walkers import iter_values, map_nest
 from .dead_code import eliminate_dead_code
 from .effects import op_name, output_aliases, possibly_mutated
@@ -92,7 +92,7 @@ def _foldable(node: Node, consts: dict[int, torch.Tensor], mutated: set[int]) ->
     if len(node.outputs) != 1 or not isinstance(node.pattern, Value):
         return False
     out = node.outputs[0]
-    if out.kind is not ValueKind.TENSOR or id(out) in mutated or out.shape is None or None in out.shape:
+    if out.kind is not ValueKind.TENSOR or id(out) in mutated or not is_static(out.shape):
         return False
     if math.prod(out.shape) * torch.empty((), dtype=out.dtype).element_size() > MAX_FOLDED_BYTES:
         return False

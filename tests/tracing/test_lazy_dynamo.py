@@ -1,0 +1,58 @@
+"""torch._dynamo stays unloaded through a first trace, and torch's own behaviour returns once it loads.
+
+Each test runs in a fresh interpreter: the test process has long imported dynamo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run(code: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_first_trace_leaves_dynamo_unloaded_and_computes_the_same():
+    got = _run("""
+import json, sys, torch, torch_autograph as ta
+f = ta.function(lambda x: (torch.relu(x) * 2 + x.mean()).tanh())
+x = torch.randn(5, 3)
+same = torch.equal(f(x), (torch.relu(x) * 2 + x.mean()).tanh())
+from torch_autograph.tracing import lazy_dynamo
+print(json.dumps({"same": same, "dynamo": "torch._dynamo" in sys.modules, "prefilled": lazy_dynamo.prefilled_count()}))
+""")
+    assert got["same"]
+    assert not got["dynamo"]
+    assert got["prefilled"] > 50  # the refs of elementwise ops, at least
+
+
+def test_importing_dynamo_gives_every_wrapper_back_to_torch():
+    got = _run("""
+import json, sys, torch, torch_autograph as ta
+from torch_autograph.tracing import lazy_dynamo
+ta.function(lambda x: torch.relu(x) + 1)(torch.randn(3))
+import torch._refs
+inner = torch._refs.add  # torch's chain: out wrapper -> _disable_dynamo's `inner` -> the function it guards
+while not (inner.__code__.co_name == "inner" and inner.__code__.co_filename.endswith("_compile.py")):
+    inner = inner.__wrapped__
+prefilled_fn = inner.__closure__[inner.__code__.co_freevars.index("fn")].cell_contents
+before = prefilled_fn.__dict__.get("__dynamo_disable")
+import torch._dynamo
+after_import = "__dynamo_disable" in prefilled_fn.__dict__
+torch.empty(2, device="meta") + 1   # torch's wrapper now builds its real disabled version
+real = prefilled_fn.__dict__.get("__dynamo_disable")
+print(json.dumps({"was_prefilled": before is prefilled_fn, "after_import": after_import,
+                  "real_is_dynamo_disable": real is not None and real is not prefilled_fn,
+                  "count": lazy_dynamo.prefilled_count(),
+                  "finder_gone": not any(type(f).__name__ == "_RestoreOnDynamoImport" for f in sys.meta_path)}))
+""")
+    assert got == {"was_prefilled": True, "after_import": False, "real_is_dynamo_disable": True, "count": 0,
+                   "finder_gone": True}
