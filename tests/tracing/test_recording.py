@@ -285,3 +285,33 @@ def test_reads_of_a_captured_tensor_see_inplace_updates_in_program_order():
 def test_iterating_a_tensor_of_known_length_outside_converted_code_gives_its_rows():
     traced = ta.function(_iterate, autograph=False)
     torch.testing.assert_close(traced(X), _iterate(X))
+
+
+def test_autocast_inside_a_traced_function_is_an_error_not_a_silent_float32_run():
+    lin = torch.nn.Linear(4, 4)
+
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return lin(x)  # <- here
+
+    line = f.__code__.co_firstlineno + 2
+    with pytest.raises(OperatorNotAllowedInGraphError) as info:
+        ta.function(f)(X)
+    msg = str(info.value)
+    assert "torch.autocast was entered (or left) inside a traced function" in msg and f"test_recording.py:{line}" in msg
+    assert "Fix: enter autocast around the call of the function" in msg
+
+
+def test_autocast_around_the_call_runs_the_graph_under_it_as_eager():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4)
+    f = ta.function(lambda x: (lin(x).relu() * 2).sum(-1))
+    x = X.clone().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = f(x)
+    got.sum().backward()
+    xe = X.clone().requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = (lin(xe).relu() * 2).sum(-1)
+    want.sum().backward()
+    assert got.dtype == want.dtype == torch.bfloat16 and torch.equal(got, want) and torch.equal(x.grad, xe.grad)

@@ -14,10 +14,14 @@ reference: an in-place update of a capture is seen by the next call. A
     }
 
 Nodes run in program order; a node recorded under an explicit grad mode is
-wrapped in `torch._C._set_grad_enabled` calls. `while` loops and run-time
-checks cannot be lowered: `GraphLoweringError` names the node and its line
-(`jit_compile=True` then splits the graph at its control flow and lowers
-the straight-line regions between, see backends/regions.py).
+wrapped in `torch._C._set_grad_enabled` calls. Not lowered, with a
+`GraphLoweringError` naming the node and its line: `while` loops, run-time
+checks, nodes that run Python at every call (their `Op` has
+`Effect.RUNS_PYTHON`: staged `optimizer.step()` / `zero_grad()` / scheduler
+steps, `ta.py_function`, `ta.print`) and autograd calls with an effect
+(`runs_autograd` and stateful: `loss.backward()` accumulating into `.grad`).
+`jit_compile=True` then splits the graph at those nodes and lowers the
+straight-line regions between (backends/regions.py).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
-from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
+from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -94,6 +98,16 @@ class _Lowering:
                 raise lowering_error(node, f"{what} has no torch.fx lowering",
                                      "compute it outside the compiled function, or use jit_compile='auto'")
         else:
+            if op.effects & Effect.RUNS_PYTHON:
+                raise lowering_error(node, "it runs Python at every call (a staged training-step call such as "
+                                     "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
+                                     "jit_compile=True compiles the regions around such calls; to export, move the "
+                                     "call out of the function")
+            if op.runs_autograd and op.stateful:
+                raise lowering_error(node, "it runs autograd and accumulates into `.grad` of tensors it does not "
+                                     "take as arguments, which a compiled graph cannot do",
+                                     "jit_compile=True compiles the regions around it; to export, use "
+                                     "torch.autograd.grad (or ta.GradientTape), whose gradients are outputs")
             args, kwargs = self.arg(node.args), self.arg(node.kwargs)
             name = node.pattern.name if isinstance(node.pattern, Value) else None
             if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
@@ -160,7 +174,8 @@ def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
     loc = node.origin
     where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
-    return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to torch.fx: {why}.{code}\n"
+    what = f"node %{node.name} ({node.op.name})" if node.outputs else f"the call {node.op.name}"
+    return GraphLoweringError(f"cannot lower {what}{where} to torch.fx: {why}.{code}\n"
                               f"Fix: {fix}.")
 
 

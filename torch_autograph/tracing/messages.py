@@ -15,7 +15,14 @@ class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
 
 
 def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
-    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line."""
+    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line.
+
+    After its trace ended (a graph tensor kept in an attribute or a global, used after the call) the
+    error is `InaccessibleTensorError`: nothing is being traced, the tensor escaped.
+    """
+    trace = getattr(g, "_trace", None)
+    if trace is not None and trace.root.closed:
+        return leaked_tensor_error(g)
     loc = user_location()
     where = f" at {loc}" if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
@@ -31,8 +38,9 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
     owner = g._trace.graph.name if g._trace is not None else "?"
     return InaccessibleTensorError(
         f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
-        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
-        f"Return it from the function instead.")
+        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic: such Python "
+        f"side effects run once, while tracing, so it holds no value of any call (in eager PyTorch it would "
+        f"hold the last call's). Return it from the function instead (`loss = step(x)`, then `loss.item()`).")
 
 
 def warn_at_user_line(warning: Warning, loc: Any = None) -> None:
@@ -49,3 +57,23 @@ def _module_name(filename: str) -> str:
     """The module name `warnings` derives from a filename (the basename without `.py`)."""
     name = filename.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".py") else name
+
+
+def autocast_state() -> tuple | None:
+    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple((d, torch.get_autocast_dtype(d)) for d in ("cpu", "cuda") if torch.is_autocast_enabled(d))
+
+
+def autocast_error(entry: tuple | None) -> Exception:
+    """An op recorded under another autocast state than the call entered with (a `with torch.autocast` inside)."""
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f"\n    {loc.line}" if loc and loc.line else ""
+    return OperatorNotAllowedInGraphError(
+        f"torch.autocast was entered (or left) inside a traced function{where}, and graphs do not record autocast "
+        f"regions yet: the ops in it would run {'without autocast' if entry is None else 'under the autocast of the call'} "
+        f"(e.g. in float32 where eager PyTorch runs bfloat16).{code}\nFix: enter autocast around the call of the "
+        f"function (`with torch.autocast(\"cpu\", dtype=torch.bfloat16): loss = step(x, y)`), where its ops run "
+        f"under it as in eager PyTorch.")

@@ -32,13 +32,14 @@ from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW,
 from .context import Traced, current
 from .locations import user_location
 from . import grads
-from .messages import leaked_tensor_error
+from .messages import autocast_error, autocast_state, leaked_tensor_error
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
 from .symbols import SYMBOLIC, ScalarMeta, constant_of, is_symbolic
 
 _FunctionType = type(lambda: None)
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 class NeedsSizeError(OperatorNotAllowedInGraphError):
@@ -100,6 +101,9 @@ def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:
 
 
 def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
+    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+        if autocast_state() != state.root.entry_autocast:
+            raise autocast_error(state.root.entry_autocast)
     op = _as_operator(op, args, kwargs)
     vargs = state.to_value(tuple(args))
     vkwargs = state.to_value(kwargs) if kwargs else {}

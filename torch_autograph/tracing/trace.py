@@ -20,10 +20,10 @@ import torch
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
 from .context import Traced, activate, current
 from . import lazy_dynamo
-from .guards import trace_hooks
+from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
 from .locations import user_location
-from .messages import leaked_tensor_error
+from .messages import autocast_state, leaked_tensor_error
 from .meta import MetaEngine, meta_example
 from .numbers import traced
 from .recording import TracingMode
@@ -50,6 +50,7 @@ class TraceState:
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
+        self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
         # Read once per trace: torch.get_default_device() costs microseconds per call.
         self.default_device = torch.get_default_device() if parent is None else parent.default_device
         self.symbols: SymbolTable = SymbolTable() if parent is None else parent.symbols
@@ -62,6 +63,7 @@ class TraceState:
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
         self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
         self.modules: dict[int, torch.nn.Module] = {}
+        self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
@@ -302,6 +304,7 @@ def tracing(graph: Graph) -> Iterator[TraceState]:
             yield state
     finally:
         state.closed = True
+        state.module_modes.restore()
 
 
 @contextmanager
