@@ -184,10 +184,7 @@ def make_trainer(model: GPT, h: Hyper):
             loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1)) / len(xs)
             losses.append(loss.detach())
             loss.backward()
-        # Clipping reads the gradients the backward passes above produce when the graph runs: staged with
-        # ta.py_function until `.grad` reads are graph values; then it is a plain
-        # `torch.nn.utils.clip_grad_norm_(params, h.clip)`.
-        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(params, h.clip))
+        torch.nn.utils.clip_grad_norm_(params, h.clip)  # reads this call's gradients (graph values)
         opt.step()
         sched.step()
         return torch.stack(losses).sum()
