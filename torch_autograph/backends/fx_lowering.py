@@ -76,7 +76,12 @@ class _Lowering:
 
     def nodes(self, nodes: list[Node]) -> None:
         mode = None  # the explicit grad mode in force, None for the caller's
+        autocast, entered = None, []  # the explicit autocast in force, and the fx nodes that entered it
         for node in nodes:
+            if node.autocast != autocast:
+                self.exit_autocast(entered)
+                entered = self.enter_autocast(node.autocast)
+                autocast = node.autocast
             if node.grad_enabled != mode:
                 # A node's explicit mode always differs from the mode the graph was traced under.
                 restore = not mode if mode is not None else None
@@ -86,6 +91,20 @@ class _Lowering:
             self.node(node)
         if mode is not None:
             self.g.call_function(torch._C._set_grad_enabled, (not mode,))
+        self.exit_autocast(entered)
+
+    def enter_autocast(self, state: tuple | None) -> list[fx.Node]:
+        """Autocast regions entered as torch.export records them (`_enter_autocast` / `_exit_autocast`)."""
+        if state is None:
+            return []
+        wanted = dict(state)
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() or "cuda" in wanted else [])
+        return [self.g.call_function(torch.amp.autocast_mode._enter_autocast,
+                                     (device, wanted.get(device), device in wanted, None)) for device in devices]
+
+    def exit_autocast(self, entered: list[fx.Node]) -> None:
+        for ctx in reversed(entered):
+            self.g.call_function(torch.amp.autocast_mode._exit_autocast, (ctx,))
 
     def node(self, node: Node) -> None:
         op = node.op

@@ -59,7 +59,6 @@ graph is much faster than the first (benchmarks/bench_jit.py measures both).
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import threading
 import time
@@ -72,7 +71,7 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind
+from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .fx_lowering import to_fx
 
@@ -332,21 +331,6 @@ class _Runner:
 
 
 _any_autocast = torch._C._is_any_autocast_enabled
-
-
-def autocast_state() -> tuple | None:
-    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
-    if not _any_autocast():
-        return None
-    return tuple((d, torch.get_autocast_dtype(d)) for d in ("cpu", "cuda") if torch.is_autocast_enabled(d))
-
-
-def under_autocast(state: tuple | None) -> contextlib.ExitStack:
-    """A context entering the autocast regions of `state` (from `autocast_state()`), for another thread."""
-    stack = contextlib.ExitStack()
-    for device, dtype in state or ():
-        stack.enter_context(torch.autocast(device, dtype=dtype))
-    return stack
 
 
 @contextmanager

@@ -14,9 +14,9 @@ from typing import Any, Callable
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph import Graph, Node
+from ..graph import Graph, Node, autocast_state, under_autocast
 from . import Compiled, CompileOptions, torch_codegen
-from .inductor import _compile_split, _lower, _Runner, autocast_state, side_effect, under_autocast
+from .inductor import _compile_split, _lower, _Runner, side_effect
 
 _Fallback = Callable[[str], None]
 

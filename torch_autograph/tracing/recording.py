@@ -26,13 +26,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
-from ..graph import Effect, Node, Op, OpKind, Value, ValueKind
+from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state
 from ..graph.walkers import iter_leaves
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
 from . import grads
-from .messages import autocast_error, autocast_state, leaked_tensor_error
+from .messages import leaked_tensor_error
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
@@ -101,9 +101,6 @@ def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:
 
 
 def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
-    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
-        if autocast_state() != state.root.entry_autocast:
-            raise autocast_error(state.root.entry_autocast)
     op = _as_operator(op, args, kwargs)
     vargs = state.to_value(tuple(args))
     vkwargs = state.to_value(kwargs) if kwargs else {}
@@ -182,8 +179,13 @@ def call_python(fn: Callable, *args: Any) -> Any:
 
 def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value], pattern: Any) -> None:
     grad = torch.is_grad_enabled()
+    autocast = None
+    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+        now = autocast_state()
+        # `with torch.autocast(...)` entered (or left) inside the function: the node runs under that.
+        autocast = None if now == state.root.entry_autocast else (now or ())
     state.add_node(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
-                        grad_enabled=None if grad == state.entry_grad else grad))
+                        grad_enabled=None if grad == state.entry_grad else grad, autocast=autocast))
 
 
 def _reaches_unknown_grad(args: tuple, kwargs: dict) -> bool:
