@@ -18,6 +18,7 @@ demo: $(STAMP)
 	$(PY) examples/quickstart.py
 	$(PY) examples/control_flow.py
 	$(PY) examples/train_classifier.py
+	$(PY) examples/train_gpt.py --quick
 
 test: $(STAMP)
 	$(PY) -m pytest tests

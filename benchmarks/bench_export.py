@@ -1,12 +1,12 @@
-"""P10: exported graphs: export latency, and what runs the exported program vs our default backend.
+"""P11: exported graphs: export latency, and what runs the exported program vs our default backend.
 
-P10a  export latency of a function with a 3-deep loop nest (a `for` over a
+P11a  export latency of a function with a 3-deep loop nest (a `for` over a
       run-time range holding a tensor `while` holding a `for`, with an `if`):
       `ta.export(f)` (AutoGraph conversion, trace, exportable code, torch.export)
       vs `torch.export.export` of the same function hand-written with
       `torch.while_loop` / `torch.cond`. Alternating rounds, medians; fresh
       ta.function each round (conversion cache cleared), so nothing is reused.
-P10b  run time on the P5 loop (1000 iterations of `x * a + b` on 16 floats,
+P11b  run time on the P5 loop (1000 iterations of `x * a + b` on 16 floats,
       the loop count a tensor) and on the P3 MLP (8 x Linear(32,32)+ReLU,
       batch 8, no_grad): the loaded program (`torch.export.load(...).module()`),
       the AOTInductor package (compiled once before timing, called through its
@@ -35,9 +35,9 @@ import torch  # noqa: E402
 import torch_autograph as ta  # noqa: E402
 from torch_autograph.autograph import api as ag_api  # noqa: E402
 
-NAME_A = "P10a export latency, 3-deep loop nest"
-NAME_B5 = "P10b exported P5 loop (1000 iterations)"
-NAME_B3 = "P10b exported P3 MLP, batch 8, no_grad"
+NAME_A = "P11a export latency, 3-deep loop nest"
+NAME_B5 = "P11b exported P5 loop (1000 iterations)"
+NAME_B3 = "P11b exported P3 MLP, batch 8, no_grad"
 ROWS = ta.TensorSpec([None, 8], torch.float32)
 COUNT = ta.TensorSpec([], torch.int64)
 

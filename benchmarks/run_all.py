@@ -25,6 +25,7 @@ import bench_autograph  # noqa: E402
 import bench_call_overhead  # noqa: E402
 import bench_elementwise_chain  # noqa: E402
 import bench_export  # noqa: E402
+import bench_gpt_train  # noqa: E402
 import bench_gpu  # noqa: E402
 import bench_import  # noqa: E402
 import bench_jit  # noqa: E402
@@ -34,7 +35,8 @@ import bench_train_step  # noqa: E402
 
 # bench_gpu (P8) needs a CUDA device; elsewhere it prints its skip line and adds one row saying so.
 BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step,
-              bench_jit, bench_export, bench_gpu, bench_import]
+import bench_export  # noqa: E402
+import bench_gpt_train  # noqa: E402
 
 
 def main() -> int:

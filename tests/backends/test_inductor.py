@@ -235,23 +235,34 @@ def _counting_loop(x):
 
 def test_auto_falls_back_with_one_warning(jit_threshold):
     jit_threshold(1)  # every trace starts its background compile at its first call
-    f = ta.function(_counting_loop, jit_compile="auto")
-    line = _counting_loop.__code__.co_firstlineno + 2
-    hits = HITS.numpy().item()
+    f = ta.function(_unique_in_loop, jit_compile="auto")
+    line = _unique_in_loop.__code__.co_firstlineno + 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for x in (torch.ones(3), torch.ones(2), torch.full((5,), 0.5)):  # three traces, one warning
-            torch.testing.assert_close(f(x), _with_loop(x))
-        assert not any(cf.wait_for_compile(30) for cf in f.concrete_functions)
+        for x in (torch.ones(3), torch.ones(2), torch.ones(5)):  # three traces, one warning
+            torch.testing.assert_close(f(x, torch.tensor(2)), _unique_in_loop(x, 2))
+        assert not any(cf.wait_for_compile(60) for cf in f.concrete_functions)
     msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(msgs) == 1, msgs
-    assert "ta.function _counting_loop: jit_compile='auto' falls back to the default backend" in msgs[0]
-    assert "side effect %assign_add" in msgs[0] and f"test_inductor.py:{line}" in msgs[0]
+    assert "ta.function _unique_in_loop: jit_compile='auto' falls back to the default backend" in msgs[0]
+    assert "inductor could not compile the region %mul .. %add_1" in msgs[0] and f"line {line}" in msgs[0]
     assert [cf.jit_status for cf in f.concrete_functions] == ["failed"] * 3
-    torch.testing.assert_close(f(torch.ones(3)), _with_loop(torch.ones(3)))  # still runs, on the default backend
+    torch.testing.assert_close(f(torch.ones(3), torch.tensor(2)), _unique_in_loop(torch.ones(3), 2))
     assert f.experimental_get_tracing_count() == 3
+
+
+def test_auto_keeps_the_default_backend_when_no_region_is_worth_compiling(jit_threshold):
+    jit_threshold(1)
+    f = ta.function(_counting_loop, jit_compile="auto")
+    hits = HITS.numpy().item()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing failed: no warning
+        for x in (torch.ones(3), torch.ones(2), torch.full((5,), 0.5)):
+            torch.testing.assert_close(f(x), _with_loop(x))
+        assert not any(cf.wait_for_compile(30) for cf in f.concrete_functions)
+    assert [cf.jit_status for cf in f.concrete_functions] == ["kept default"] * 3
     iterations = [int(torch.log2(100 / x.sum()).ceil()) for x in (torch.ones(3), torch.ones(2), torch.full((5,), 0.5))]
-    assert HITS.numpy().item() == hits + sum(iterations) + iterations[0]  # once per iteration of a call, no more
+    assert HITS.numpy().item() == hits + sum(iterations)  # once per iteration of a call, no more
     HITS.assign(hits)
 
 

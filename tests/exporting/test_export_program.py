@@ -417,3 +417,26 @@ def _updates_a_loop_variable(x, n):
 
 def test_a_loop_variable_updated_in_place():
     exported_matches(_updates_a_loop_variable, [ROWS, COUNT], [(rows(2), torch.tensor(k)) for k in (0, 1, 3)])
+
+
+def test_autocast_inside_and_around_the_traced_call_is_in_the_program():
+    lin = torch.nn.Linear(3, 3)
+
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = lin(x)
+        return y, lin(x)
+
+    g = ta.function(f, input_signature=[ROWS])
+    module = g.get_concrete_function().export().module()
+    x = rows(4)
+    got, want = module(x), g(x)
+    assert [t.dtype for t in got] == [torch.bfloat16, torch.float32]
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        cf = g.get_concrete_function(x)
+        want = g(x)
+    got = cf.export(x).module()(x)  # called without autocast: the program enters the trace's own
+    assert [t.dtype for t in got] == [torch.bfloat16, torch.bfloat16]
+    torch.testing.assert_close(got[1], want[1])

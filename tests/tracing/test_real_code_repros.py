@@ -402,3 +402,26 @@ def test_an_assumption_about_a_data_dependent_size_is_checked_in_the_graph():
     text = str(info.value)
     assert "getitem.size(0) == 3" in text and line_of(mask_then_add, "# <-") in text
     assert "check(%assumed, 'assumed getitem.size(0) == 3')" in str(f.get_concrete_function(x, z).graph)
+
+
+# ----- Python control flow on sizes known only when the graph runs ---------------------------------
+def branch_on_size(x):
+    if x.size(0) > 3:
+        y = x[:3] * 2
+    else:
+        y = torch.cat([x, x])[:3]
+    n = 0
+    while n < x.size(0):
+        n += 2
+    return y, n
+
+
+def test_if_and_while_on_symbolic_sizes_become_graph_control_flow_with_one_trace():
+    f = ta.function(branch_on_size, input_signature=[ta.TensorSpec([None])])
+    for k in [0, 1, 2, 3, 5, 8]:
+        x = torch.arange(float(k))
+        (y, n), (y_want, n_want) = f(x), branch_on_size(x)
+        assert torch.equal(y, y_want) and int(n) == n_want
+    assert f.experimental_get_tracing_count() == 1
+    ops = [node.op.name for node in f.get_concrete_function().graph.nodes]
+    assert "cond" in ops and "while" in ops

@@ -27,6 +27,9 @@ Specialisation (checked per call, cheaply):
 - sizes and strides: inductor's code asserts them; an input of another
   layout (or a `None` dim taking a new size) gets a new compile, up to
   `MAX_VARIANTS` per graph or region; later layouts run the default backend.
+- autocast: the autocast regions in force around the call (`with
+  torch.autocast(...)` around it): inductor compiles autocast's casts into
+  the code, so a call under another autocast state gets its own variant.
 Captured tensors are read by reference at every call (buffers and parameters
 of the lowered module); their requires_grad is taken at compile time.
 
@@ -68,7 +71,7 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind
+from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .fx_lowering import to_fx
 
@@ -145,17 +148,24 @@ def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool
     arguments it has no compiled variant for once its `may_compile` is turned off.
     """
     runners: list[_Runner] = []
+    by_structure: dict[str, _Runner] = {}
 
     def compile_region(region: Graph, grad_enabled: bool | None) -> Callable[..., Any]:
-        gm, slots, _ = _lower(region)
-        single = len(region.outputs) == 1
-        runner = _Runner(region, gm, slots, not single, grad if grad_enabled is None else grad_enabled,
-                         _region_words(region, graph.name),
-                         default=torch_codegen.compile_graph(region, return_tuple=True),
-                         python_when_training=regions.ops(region.nodes) < regions.MIN_TRAINING_REGION_OPS,
-                         freeze=freeze)
-        runner.may_compile = not tiered
-        runners.append(runner)
+        # Regions computing the same ops on the same captures (the forward pass of each micro-batch of an
+        # unrolled gradient-accumulation loop) share one runner: compiled once, not once per micro-batch.
+        key = regions.structure(region, grad_enabled)
+        runner = by_structure.get(key)
+        if runner is None:
+            gm, slots, _ = _lower(region)
+            single = len(region.outputs) == 1
+            runner = _Runner(region, gm, slots, not single, grad if grad_enabled is None else grad_enabled,
+                             _region_words(region, graph.name),
+                             default=torch_codegen.compile_graph(region, return_tuple=True),
+                             python_when_training=regions.ops(region.nodes) < regions.MIN_TRAINING_REGION_OPS,
+                             freeze=freeze)
+            runner.may_compile = not tiered
+            runners.append(runner)
+            by_structure[key] = runner
         return runner.entry()
 
     split = regions.split(graph, compile_region)
@@ -196,6 +206,10 @@ class _Runner:
         # then never compiles on the call path), and for training calls of a small region.
         self.default = default
         self.may_compile = True
+        # jit_compile="auto" on a graph with side effects: called with the arguments of the next call that runs
+        # `default` because compiling is off, to compile from them in the background (tiering.Tiered).
+        self.sampler: Callable[["_Runner", tuple], None] | None = None
+        self.background = False  # compiled off the call path (jit_compile="auto")
         # A region too small to gain from AOT autograd's training graph (whose run time wrapper costs tens of
         # µs per call) runs `default` when its call records autograd.
         self.python_when_training = python_when_training
@@ -218,7 +232,7 @@ class _Runner:
         def call(*args: Any) -> Any:
             current = state[0]
             if current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
-                                   != current[0]):
+                                   != current[0]) or (autocast_state() if _any_autocast() else None) != current[2]:
                 fn = runner.select(args, state)
             else:
                 fn = current[1]
@@ -235,8 +249,10 @@ class _Runner:
         return call
 
     def key(self, args: tuple) -> tuple:
+        """What a compiled variant is specialised on: the layouts, requires_grad, and the autocast in force
+        (inductor bakes autocast's casts into the code it compiles under it)."""
         return tuple((a.shape, a.stride(), a.requires_grad and self.grad, a.dtype, a.device)
-                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
+                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args) + (autocast_state(),)
 
     def select(self, args: tuple, state: list[Any]) -> Callable:
         """The variant compiled for these arguments (compiling it now if allowed); made the current one."""
@@ -250,10 +266,13 @@ class _Runner:
                 elif not self.may_compile or (len(self.variants) >= MAX_VARIANTS and self.default is not None):
                     # tiered, or a shape seen after MAX_VARIANTS others (a None dim, a loop variable changing
                     # shape in a region): the default backend, never made current, no compile on this call.
+                    if self.sampler is not None and not self.may_compile:
+                        self.sampler(self, args)
                     return self.default
                 else:
                     fn = self.variants[key] = self.compile(args)
-        state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn)
+        state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
+                    key[-1])
         return fn
 
     def compile(self, args: tuple) -> Callable:
@@ -287,6 +306,7 @@ class _Runner:
             return self._compile_fx(args, config)
 
     def _compile_fx(self, args: tuple, config: dict[str, Any] | None) -> Callable:
+        from torch._functorch import config as functorch_config
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
 
@@ -294,7 +314,11 @@ class _Runner:
             # One compile at a time in this process: inductor's lazy set-up (pattern registration) is not
             # thread-safe, and jit_compile="auto" compiles in background threads.
             known = {k: v for k, v in (config or {}).items() if hasattr(inductor_config, k)}
-            with _COMPILE_LOCK, torch.set_grad_enabled(self.grad), \
+            # AOT autograd compiles a training graph's backward at its first backward call: on the call path.
+            # A background compile (jit_compile="auto", where no call waits for a compile) does it now.
+            eager_backward = {"force_non_lazy_backward_lowering": True} if self.background and hasattr(
+                functorch_config, "force_non_lazy_backward_lowering") else {}
+            with _COMPILE_LOCK, torch.set_grad_enabled(self.grad), functorch_config.patch(eager_backward), \
                     inductor_config.patch(known), warnings.catch_warnings():  # grad False: self-differentiating
                 # inductor's GEMM autotuning reads `Tensor.storage()`, which warns on every compile.
                 warnings.filterwarnings("ignore", "TypedStorage is deprecated", UserWarning)
@@ -304,6 +328,9 @@ class _Runner:
             raise GraphLoweringError(f"inductor could not compile {self.what}: {type(e).__name__}: "
                                      f"{msg.splitlines()[0] if msg else ''}\nFix: {_FIX}.") from e
         return compiled  # aot_module_simplified's forward(*args), whatever its `_boxed_call` says
+
+
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 @contextmanager

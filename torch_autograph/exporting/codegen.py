@@ -37,7 +37,7 @@ import torch
 
 from ..backends.fx_lowering import lowering_error
 from ..backends.torch_codegen import CodeWriter
-from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest
+from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, under_autocast
 from ..state import variables
 from ..graph.ops import Expression
 from ..graph.printing import render_call, render_pattern
@@ -89,8 +89,9 @@ class _ListArgument(Exception):
 class ExportCodegen(ListLowering):
     """Generates the forward of an exportable module computing `graph` (see the module docstring)."""
 
-    def __init__(self, graph: Graph, capture_attrs: dict[int, str] | None) -> None:
+    def __init__(self, graph: Graph, capture_attrs: dict[int, str] | None, autocast: tuple | None = None) -> None:
         self.graph = graph
+        self.autocast = autocast  # the autocast around the call the graph was traced for (None: none)
         self.capture_attrs = capture_attrs  # capture Value id -> module attribute name; None: captures are inputs
         self.captures = {id(v) for v, _ in graph.captures}
         self.w = _Writer()
@@ -130,21 +131,28 @@ class ExportCodegen(ListLowering):
 
     # ----- nodes ------------------------------------------------------------------------------------
     def nodes(self, nodes: list[Node], scope: Scope) -> None:
+        """Emit `nodes` in order; runs with an explicit grad mode or autocast go under a `with` (a node with none
+        runs under the autocast the function was traced in, `self.autocast`, whatever the caller's)."""
         mode = None
         for node in nodes:
             if node.grad_enabled is False and node.op.effects & Effect.WRITES_FIRST_ARG:
                 # An in-place update under no_grad is written as an update by detached values instead: torch.export
                 # loses an input updated inside a no_grad region (see `_outside_grad_mode`).
                 node = _outside_grad_mode(node)
-            if node.grad_enabled != mode:
-                if mode is not None:
+            key = (node.grad_enabled, node.autocast if node.autocast is not None else self.autocast)
+            if key != mode:
+                if mode is not None and mode != (None, None):
                     self.w._indent -= 1
-                if node.grad_enabled is not None:
-                    self.w.line(f"with torch.set_grad_enabled({node.grad_enabled}):")
+                contexts = [f"torch.set_grad_enabled({key[0]})"] if key[0] is not None else []
+                if key[1] is not None:
+                    state = "(" + "".join(f"({device!r}, {dtype}), " for device, dtype in key[1]).rstrip(" ") + ")"
+                    contexts.append(f"{self.w.global_name(under_autocast, 'autocast')}({state})")
+                if contexts:
+                    self.w.line(f"with {', '.join(contexts)}:")
                     self.w._indent += 1
-                mode = node.grad_enabled
+                mode = key
             self.node(node, scope)
-        if mode is not None:
+        if mode is not None and mode != (None, None):
             self.w._indent -= 1
 
     def node(self, node: Node, scope: Scope) -> None:
@@ -495,10 +503,11 @@ def _call(fn: str, args: list[ast.AST]) -> ast.Call:
     return ast.Call(ast.Attribute(ast.Name(_RT, ast.Load()), fn, ast.Load()), args, [])
 
 
-def compile_forward(graph: Graph, capture_attrs: dict[int, str] | None) -> tuple[Any, str]:
+def compile_forward(graph: Graph, capture_attrs: dict[int, str] | None,
+                    autocast: tuple | None = None) -> tuple[Any, str]:
     """The forward function (taking the module, then the graph inputs; with `capture_attrs` None, the captured
     tensors after them) and its source."""
-    src, namespace = ExportCodegen(graph, capture_attrs).source()
+    src, namespace = ExportCodegen(graph, capture_attrs, autocast or None).source()
     filename = f"<torch_autograph export {graph.name} #{next(_counter)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     exec(compile(src, filename, "exec"), namespace)

@@ -25,9 +25,11 @@ from .analysis import node_writes
 from .codegen import compile_forward
 
 
-def exportable_module(graph: Graph, captures_as_inputs: bool = False) -> torch.nn.Module:
+def exportable_module(graph: Graph, captures_as_inputs: bool = False, autocast: tuple | None = None
+                      ) -> torch.nn.Module:
     """An `nn.Module` computing `graph` with `torch.cond` / `torch.while_loop`, ready for `torch.export.export`.
 
+    `autocast`: the autocast regions around the call the graph was traced for (the program enters them).
     With `captures_as_inputs` the captured tensors are not the module's: its forward takes them after the graph
     inputs (and updates those the graph updates), so programs exported from several graphs can share them.
     Its generated source is `module.ta_source`.
@@ -35,7 +37,7 @@ def exportable_module(graph: Graph, captures_as_inputs: bool = False) -> torch.n
     written = {id(v) for n in walk_nodes(graph) for v in node_writes(n)}
     attrs = {id(v): v.name if not hasattr(torch.nn.Module, v.name) and v.name not in _RESERVED
              else f"capture_{v.name}" for v, _ in graph.captures}
-    forward, src = compile_forward(graph, None if captures_as_inputs else attrs)
+    forward, src = compile_forward(graph, None if captures_as_inputs else attrs, autocast)
     cls = type(f"{_identifier(graph.name)}_export", (torch.nn.Module,), {"forward": forward, "__module__": __name__})
     module = cls()
     module.ta_source = src
@@ -182,7 +184,7 @@ def dynamic_shapes(graph: Graph) -> tuple | None:
 
 
 def export_graph(graph: Graph, example: Sequence[torch.Tensor] | None = None, strict: bool = False,
-                 captures_as_inputs: bool = False) -> torch.export.ExportedProgram:
+                 captures_as_inputs: bool = False, autocast: tuple | None = None) -> torch.export.ExportedProgram:
     """`torch.export.export` of `graph` (see the module docstring; `captures_as_inputs`: see `exportable_module`).
 
     Raises:
@@ -194,7 +196,7 @@ def export_graph(graph: Graph, example: Sequence[torch.Tensor] | None = None, st
             raise GraphLoweringError(f"cannot export graph {graph.name}: it returns the graph list %{v.name} "
                                      f"(a Python list of tensors), which an exported program cannot return.\n"
                                      f"Fix: return torch.stack(lst) instead.")
-    module = exportable_module(graph, captures_as_inputs)
+    module = exportable_module(graph, captures_as_inputs, autocast)
     args = tuple(example) if example is not None else tuple(example_inputs(graph))
     dims = dynamic_shapes(graph)
     if captures_as_inputs:

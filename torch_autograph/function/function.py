@@ -39,7 +39,12 @@ from ..logs import echo
 from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
-from .arguments import bind_arguments, check_against_spec, iter_type_leaves, resolve_device
+from .arguments import (
+    bind_arguments,
+    check_against_spec,
+    iter_type_leaves,
+    resolve_device,
+)
 from .concrete import ConcreteFunction
 from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
@@ -50,6 +55,7 @@ from .tracebacks import strip_internal_frames
 _Tensor = torch.Tensor
 _LITERALS = frozenset({int, float, bool, str, type(None)})
 _is_grad_enabled = torch.is_grad_enabled
+_any_autocast = torch._C._is_any_autocast_enabled  # the fast paths serve traces made without autocast
 HISTORY_LENGTH = 1000  # trace events kept per Function (the count covers every trace)
 
 
@@ -149,7 +155,8 @@ class Function:
                     a = args[0]
                     cf, grad, dtype, shape, device = mono
                     if (type(a) is _Tensor and a.dtype is dtype and a.shape == shape and a.device == device
-                            and _is_grad_enabled() is grad and (not cf.guards or cf.guards_hold())):
+                            and _is_grad_enabled() is grad and not _any_autocast()
+                            and (not cf.guards or cf.guards_hold())):
                         m = self._monitor
                         m.calls = cf.last_used = m.calls + 1
                         return cf.run(args)
@@ -166,7 +173,7 @@ class Function:
                     entry = cache.fast.get(tuple(key))
                     if entry is not None:
                         cf, positions = entry
-                        if not cf.guards or cf.guards_hold():
+                        if (not cf.guards or cf.guards_hold()) and not _any_autocast():
                             m = self._monitor
                             m.calls = cf.last_used = m.calls + 1
                             return cf.run(args if positions is None else [args[i] for i in positions])
@@ -190,7 +197,7 @@ class Function:
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None or cf.checks_autograd:
+        if key is None or cf.checks_autograd or cf.autocast is not None:
             return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))

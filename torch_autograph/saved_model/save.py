@@ -131,7 +131,7 @@ def _save_concrete(cf: ConcreteFunction, attr: str, k: int, export_dir: Any, nam
             name = names[id(t)] = _fresh(v.name, variables)
         variables.setdefault(name, t.detach())
         captures.append(name)
-    program = export_graph(cf.graph, captures_as_inputs=True)
+    program = export_graph(cf.graph, captures_as_inputs=True, autocast=cf.autocast)
     path = os.path.join("programs", f"{stem}.pt2")
     torch.export.save(program, os.path.join(export_dir, path))
     entry = {"program": path, "params": params, "outputs": outputs, "captures": captures, "name": cf.name}

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Value, ValueKind, iter_values, map_nest
+from ..graph import Value, ValueKind, autocast_state, iter_values, map_nest
 from .symbols import SYMBOLIC, ScalarMeta, SymbolTable, constant_of
 
 # ----- what an output is --------------------------------------------------------------------------
@@ -119,6 +119,13 @@ class MetaEngine:
         """
         if func in _DATA_FACTORIES:
             return self._infer_data_factory(func, args, kwargs)
+        if _any_autocast():
+            # Meta tensors have no autocast dispatch; fake tensors of the real device do (bfloat16 matmuls).
+            values = list(iter_values((args, kwargs)))
+            if any(v.kind is ValueKind.LIST for v in values):
+                return self._infer_list_op(func, args, kwargs)
+            device = _output_device(func, args, kwargs, values, self.default_device)
+            return self._infer_symbolic(func, args, kwargs, device)
         try:  # the common case first: static shapes seen before (one walk over the arguments)
             hit = memo.get((func, _key_of(args), _key_of(kwargs), self.default_device, torch.is_grad_enabled()))
         except (_NotStatic, TypeError):
@@ -147,6 +154,10 @@ class MetaEngine:
                 if key is not None:
                     memo.put(key, result)
                 return result
+        return self._infer_symbolic(func, args, kwargs, device)
+
+    def _infer_symbolic(self, func: Callable, args: tuple, kwargs: dict, device: Any) -> Any:
+        """Metadata from fake tensors, memoised within the trace."""
         key = _symbolic_key(func, args, kwargs, device)
         if key is not None:
             hit = self._sym_memo.get(key)
@@ -276,6 +287,7 @@ def _on_cpu_instead(func: Callable, args: tuple, kwargs: dict, device: torch.dev
     return map_nest(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, out)
 
 
+_any_autocast = torch._C._is_any_autocast_enabled
 _GETITEM = (operator.getitem, torch.Tensor.__getitem__)
 _SETITEM = (operator.setitem, torch.Tensor.__setitem__)
 
@@ -453,7 +465,8 @@ def _symbolic_key(func: Callable, args: tuple, kwargs: dict, device: Any) -> Any
         return None
     symbols: set = set()
     try:
-        key = (func, _sym_key_of(args, symbols), _sym_key_of(kwargs, symbols), device, torch.is_grad_enabled())
+        key = (func, _sym_key_of(args, symbols), _sym_key_of(kwargs, symbols), device, torch.is_grad_enabled(),
+               autocast_state())
         hash(key)
     except TypeError:
         return None

@@ -26,18 +26,20 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
-from ..graph import Effect, Node, Op, OpKind, Value, ValueKind
+from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state
 from ..graph.walkers import iter_leaves
-from .classify import AUTOGRAD_META, INPLACE_OPERATORS, RUN_NOW, classify
+from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
-from .messages import leaked_tensor_error, warn_grad_read
+from . import grads
+from .messages import leaked_tensor_error
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
 from .symbols import SYMBOLIC, ScalarMeta, constant_of, is_symbolic
 
 _FunctionType = type(lambda: None)
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 class NeedsSizeError(OperatorNotAllowedInGraphError):
@@ -135,6 +137,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
+    if func in BACKWARD_CALLS:
+        roots = vargs[0] if isinstance(vargs[0], (list, tuple)) else [vargs[0]]
+        grads.after_backward(state, list(roots), kwargs.get("inputs"))
     if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
         return None
     return result
@@ -174,8 +179,13 @@ def call_python(fn: Callable, *args: Any) -> Any:
 
 def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value], pattern: Any) -> None:
     grad = torch.is_grad_enabled()
+    autocast = None
+    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+        now = autocast_state()
+        # `with torch.autocast(...)` entered (or left) inside the function: the node runs under that.
+        autocast = None if now == state.root.entry_autocast else (now or ())
     state.add_node(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
-                        grad_enabled=None if grad == state.entry_grad else grad))
+                        grad_enabled=None if grad == state.entry_grad else grad, autocast=autocast))
 
 
 def _reaches_unknown_grad(args: tuple, kwargs: dict) -> bool:
@@ -284,15 +294,18 @@ class TracingMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", None) == "grad" \
+                and current() is not None and not isinstance(args[0], Traced):
+            return grads.write(current(), args[0], args[1])  # `p.grad = g`: when the graph runs
         if _contains_graph(args) or _contains_graph(kwargs):
             return handle_graph_call(func, args, kwargs)
-        name = getattr(func, "__name__", "")
         if name == "__get__":
             owner = getattr(func, "__self__", None)
             attr = getattr(owner, "__name__", None)
             state = current()
             if attr == "grad" and state is not None:
-                warn_grad_read(state, args[0])
+                return grads.read(state, args[0])  # the gradient when the graph reaches this read
             if attr not in ("T", "mT", "H", "mH", "real", "imag", "data"):
                 return func(*args, **kwargs)
         elif name in RUN_NOW:

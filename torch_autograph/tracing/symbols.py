@@ -270,15 +270,66 @@ class SymbolTable:
                 return state.resolve(source.value)  # Eq(u, 1) of a bool the graph made
         if getattr(expr, "is_Symbol", False):
             return self._symbol_value(expr, state)
+        return self._expr_value(expr, _kind_dtype(x), x, state)
+
+    def _expr_value(self, expr: Any, dtype: torch.dtype, example: Any, state: "TraceState") -> Value:
+        """A node of `state` computing `expr`. Parts made only of symbols of enclosing traces are computed
+        there, once (`i < Max(0, n)` in a loop condition reads `Max(0, n)` from before the loop)."""
         hit = state.sym_values.get(expr)
         if hit is not None:
             return hit
-        args = tuple(self._symbol_value(s, state) for s in symbols)
-        dtype = _kind_dtype(x)
-        out = Value(state.fresh_name("sym"), dtype, (), None, ValueKind.SCALAR, x)
-        state.add_node(Node(expression(expr, symbols, dtype).op(), args, {}, (out,), pattern=out))
+        owner = self._innermost_owner(expr, state)
+        if owner is not None and owner is not state:
+            return state.lift_value(self._expr_value(expr, dtype, example, owner), owner)
+        hoisted: dict[Any, Value] = {}
+        split = self._hoist(expr, state, hoisted)
+        symbols = sorted(split.free_symbols, key=str)
+        args = tuple(hoisted[s] if s in hoisted else self._symbol_value(s, state) for s in symbols)
+        out = Value(state.fresh_name("sym"), dtype, (), None, ValueKind.SCALAR, example)
+        state.add_node(Node(expression(split, symbols, dtype).op(), args, {}, (out,), pattern=out))
         state.sym_values[expr] = out
         return out
+
+    def _hoist(self, expr: Any, state: "TraceState", hoisted: dict[Any, Value]) -> Any:
+        """`expr` with each largest part computable in an enclosing trace replaced by a placeholder symbol
+        (its Value in `hoisted`)."""
+        import sympy
+
+        if not expr.free_symbols or expr.is_Atom:
+            return expr
+        owner = self._innermost_owner(expr, state)
+        if owner is not None and owner is not state:
+            dtype = torch.bool if expr.is_Boolean else torch.int64 if expr.is_integer else torch.float64
+            value = state.lift_value(self._expr_value(expr, dtype, self._symbolic(expr, dtype), owner), owner)
+            placeholder = sympy.Dummy(f"h{len(hoisted)}")
+            hoisted[placeholder] = value
+            return placeholder
+        return expr.func(*(self._hoist(a, state, hoisted) for a in expr.args))
+
+    def _symbolic(self, expr: Any, dtype: torch.dtype) -> Any:
+        from torch.fx.experimental.sym_node import SymNode
+
+        pytype, cls = {torch.bool: (bool, torch.SymBool), torch.float64: (float, torch.SymFloat)}.get(
+            dtype, (int, torch.SymInt))
+        return cls(SymNode(expr, self.env, pytype, None))
+
+    def _innermost_owner(self, expr: Any, state: "TraceState") -> "TraceState | None":
+        """The innermost trace (from `state` outwards) that defines one of `expr`'s symbols."""
+        owners = set()
+        for symbol in expr.free_symbols:
+            source = self.sources.get(symbol)
+            if source is None:
+                return state  # not ours to move
+            owner = state.definer(source.value)
+            if owner is None:
+                return state
+            owners.add(id(owner))
+        s = state
+        while s is not None:
+            if id(s) in owners:
+                return s
+            s = s.parent
+        return state
 
     def _symbol_value(self, symbol: Any, state: "TraceState") -> Value:
         source = self.sources.get(symbol)
