@@ -19,19 +19,21 @@ COUNT = ta.TensorSpec([], torch.int64)
 @ta.function(input_signature=[ROWS, COUNT])
 def loop_then_branch(x, n):
     acc = torch.zeros(3)
+    sums = ta.TensorArray(torch.float32, size=0, dynamic_size=True)
     for i in range(n):
         if acc.sum() > 20:  # a cond inside the loop: torch.onnx needs the workaround in ta.onnx
             break
         acc = acc + x.sum(0).abs() * i
+        sums = sums.write(i, acc.sum())
     assert acc.sum() >= 0, "negative"
     if acc.sum() > 5:  # a cond on the loop's result
         acc = acc - 100
     else:
         acc = acc + 100
-    return acc, x.size(0) * 2
+    return acc, x.size(0) * 2, sums.stack()
 
 
-ASSERT_LINE = loop_then_branch.python_function.__code__.co_firstlineno + 7
+ASSERT_LINE = loop_then_branch.python_function.__code__.co_firstlineno + 9
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +59,10 @@ def test_a_while_with_a_cond_inside_and_one_after_matches_in_onnx_runtime(export
     for batch, n in ((4, 0), (4, 1), (1, 3), (9, 5), (2, 30)):
         x = torch.randn(batch, 3)
         got = run(session, x, torch.tensor(n))
-        want_acc, want_size = loop_then_branch(x, torch.tensor(n))
+        want_acc, want_size, want_sums = loop_then_branch(x, torch.tensor(n))
         torch.testing.assert_close(torch.from_numpy(got[0]), want_acc)
         assert int(got[1]) == want_size
+        torch.testing.assert_close(torch.from_numpy(got[2]), want_sums)  # a TensorArray written in the loop
 
 
 def test_asserts_are_named_in_a_warning_since_onnx_cannot_raise(exported):
@@ -73,7 +76,7 @@ def test_a_model_computing_something_else_is_refused(exported):
 
     @ta.function(input_signature=[ROWS, COUNT])
     def other(x, n):
-        return x.sum(0) * 0, x.size(0) * 2
+        return x.sum(0) * 0, x.size(0) * 2, x[:0, 0]
 
     with pytest.raises(ta.onnx.OnnxMismatchError, match=r"__inference_other_\d+: ONNX Runtime computes output 0 "
                                                         r"differently from the function"):

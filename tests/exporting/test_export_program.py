@@ -440,3 +440,17 @@ def test_autocast_inside_and_around_the_traced_call_is_in_the_program():
     got = cf.export(x).module()(x)  # called without autocast: the program enters the trace's own
     assert [t.dtype for t in got] == [torch.bfloat16, torch.bfloat16]
     torch.testing.assert_close(got[1], want[1])
+
+
+def _halves(x):
+    while x.size(0) > 1:
+        x = x[::2] + 1
+    return x
+
+
+def test_a_loop_variable_that_changes_shape_is_named_at_the_loop():
+    cf = ta.function(_halves, input_signature=[ta.TensorSpec([None])]).get_concrete_function(torch.randn(8))
+    line = _halves.__code__.co_firstlineno + 1
+    with pytest.raises(GraphLoweringError, match=rf'(?s)line {line} to torch.export: loop variable %x_\d+ changes '
+                                                 r"shape between iterations \(dim 0: .* before the loop, .* in it\)"):
+        cf.export()

@@ -249,9 +249,9 @@ class ExportCodegen(ListLowering):
         ops = ", ".join(v.name for v in operands) + ("," if len(operands) == 1 else "")
         lhs = ", ".join(targets) + ("," if len(targets) == 1 else "") if targets else "_"
         self.w.line(f"{lhs} = torch.cond({pred}, {fns[0]}, {fns[1]}, ({ops}))", node.origin)
-        self.carried_sizes(list(node.outputs), [next((a for a in operands if _is_list(a) and _is_list(o)
-                                                      and self.list_types.related(a, o)), None)
-                                                for o in node.outputs])
+        like = [next((a for a in operands if _is_list(a) and _is_list(o) and self.list_types.related(a, o)), None)
+                for o in node.outputs]
+        self.carried_sizes(list(node.outputs), [f"{a.name}[0].size(0)" if a is not None else None for a in like])
         self.write_back(written, k, node)
 
     def while_(self, node: Node, scope: Scope) -> None:
@@ -264,19 +264,24 @@ class ExportCodegen(ListLowering):
         limit = target.maximum_iterations
         counter = f"_count_{k}" if limit is not None else None
         self._check_loop_var_writes(node, scope)
+        _check_fixed_shapes(node)
         with_counter = params + ([counter] if counter else [])
         w = self.w
+        # A loop passes a list on with the capacity it came with: said after the loop (inside, the capacity is a
+        # number torch.while_loop cannot take in from outside, and a list's own is the carried one's already).
+        capacities = [f"{a.name}[0].size(0)" if _is_list(a) else None for a in node.args[0]]
+        inside = [None] * len(capacities)
         w.line(f"def _while_cond_{k}({', '.join(with_counter)}):")
         with w.indented():
             inner = Scope(cond_g, params={id(v) for v in loop_vars + written})
-            self.carried_sizes(loop_vars, node.args[0])
+            self.carried_sizes(loop_vars, inside)
             self.nodes(cond_g.nodes, inner)
             pred = f"{_RT}.scalar({w.raw(cond_g.outputs[0])}, torch.bool)"
             if counter:
                 pred = f"{_RT}.logical_and({counter} < {w.raw(limit)}, {pred})"
             w.line(f"return {pred}")
         self.function(f"_while_body_{k}", with_counter, body_g, written, loop_vars + written, loop_vars,
-                      extra_outputs=[f"{counter} + 1"] if counter else [], carried=(loop_vars, node.args[0]),
+                      extra_outputs=[f"{counter} + 1"] if counter else [], carried=(loop_vars, inside),
                       cloned=_unique(written + writes(body_g)))
         # torch.while_loop refuses a tensor that is both a loop's initial value and read by it from outside (or
         # the initial value of two loop variables): those start from a copy.
@@ -294,7 +299,7 @@ class ExportCodegen(ListLowering):
         targets += [f"_{counter}"] if counter else []
         w.line(f"{', '.join(targets)}{',' if len(targets) == 1 else ''} = torch.while_loop(_while_cond_{k}, "
                f"_while_body_{k}, ({', '.join(inits)}{',' if len(inits) == 1 else ''}))", node.origin)
-        self.carried_sizes(list(node.outputs), node.args[0])
+        self.carried_sizes(list(node.outputs), capacities)
         self.write_back(written, k, node)
 
     def function(self, name: str, params: list[str], g: Graph, written: list[Value], inputs: list[Value],
@@ -335,10 +340,10 @@ class ExportCodegen(ListLowering):
             raise AssertionError(f"bug in torch_autograph: cannot export the constant {a!r} for %{like.name}")
         return f"torch.full((), {a!r}, dtype={like.dtype})"
 
-    def carried_sizes(self, values: list[Value], lists_like: Any) -> None:
+    def carried_sizes(self, values: list[Value], capacities: list[str | None]) -> None:
         """Tell torch the sizes it cannot know of values a `torch.cond`/`torch.while_loop` passes on (it gives
-        them fresh symbols): sizes of the inputs (`x.size(0)`) and the capacity of a list (that of `lists_like[i]`)."""
-        for i, v in enumerate(values):
+        them fresh symbols): sizes of the inputs (`x.size(0)`), and a list's capacity (`capacities[i]`, code)."""
+        for v, capacity in zip(values, capacities):
             if not isinstance(v, Value):
                 continue
             if v.kind is ValueKind.TENSOR:
@@ -346,10 +351,8 @@ class ExportCodegen(ListLowering):
                     code = self.size_code(size)
                     if code is not None:
                         self.w.line(f"torch._check({v.name}.size({d}) == {code})")
-            elif v.kind is ValueKind.LIST:
-                like = lists_like[i] if i < len(lists_like) else None
-                if _is_list(like) and like is not v:
-                    self.w.line(f"torch._check({v.name}[0].size(0) == {like.name}[0].size(0))")
+            elif v.kind is ValueKind.LIST and capacity is not None:
+                self.w.line(f"torch._check({v.name}[0].size(0) == {capacity})")
 
     def size_code(self, size: Any) -> str | None:
         """A symbolic size as code over the inputs' sizes (`2 * x.size(0)`), None if it is not one."""
@@ -386,6 +389,21 @@ class ExportCodegen(ListLowering):
                                      f"tensor %{init.name} is read after the loop", "update a copy "
                                      "(`acc = acc.clone()` before the loop) or assign instead of updating in "
                                      "place (`acc = acc + 1`)", to="torch.export")
+
+
+def _check_fixed_shapes(node: Node) -> None:
+    """A loop variable whose shape changes between iterations (the trace made its dims symbolic) cannot be
+    carried by torch.while_loop: say so at the loop's line rather than let torch fail on it."""
+    for init, lv in zip(node.args[0], node.op.target.loop_vars):
+        if not (isinstance(init, Value) and init.kind is ValueKind.TENSOR and lv.kind is ValueKind.TENSOR):
+            continue
+        changing = [d for d, (a, b) in enumerate(zip(init.shape, lv.shape)) if str(a) != str(b)]
+        if changing:
+            raise lowering_error(node, f"loop variable %{lv.name} changes shape between iterations (dim "
+                                 f"{changing[0]}: {init.shape[changing[0]]} before the loop, {lv.shape[changing[0]]} "
+                                 f"in it), and torch.while_loop carries tensors of one shape",
+                                 "keep the shape fixed (pad, or mask instead of slicing), or run this function "
+                                 "with the default backend instead of exporting it", to="torch.export")
 
 
 def raise_output_list(graph: Graph, v: Value) -> None:
