@@ -454,3 +454,17 @@ def test_a_loop_variable_that_changes_shape_is_named_at_the_loop():
     with pytest.raises(GraphLoweringError, match=rf'(?s)line {line} to torch.export: loop variable %x_\d+ changes '
                                                  r"shape between iterations \(dim 0: .* before the loop, .* in it\)"):
         cf.export()
+
+
+def test_a_dim_the_trace_found_derived_from_another_is_a_derived_dim():
+    def f(x, y):
+        return torch.cat([x, x]) + y
+
+    g = ta.function(f, input_signature=[ROWS, ROWS])
+    program = g.get_concrete_function(rows(2), rows(4)).export()
+    module = program.module()
+    for n in (1, 3, 5):
+        x, y = rows(n), rows(2 * n)
+        torch.testing.assert_close(module(x, y)[0], f(x, y))
+    with pytest.raises(AssertionError, match=r"2 \* x.size\(\)\[0\] == y.size\(\)\[0\]"):
+        module(rows(3), rows(5))  # 5 != 2 * 3: the program checks its inputs, as the trace assumed

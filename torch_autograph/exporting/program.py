@@ -113,7 +113,7 @@ def _equalities(env: Any) -> dict[Any, Any]:
         ra, rb = find(a), find(b)
         if ra == rb:
             continue
-        if ra.is_Integer:
+        if not ra.is_Symbol:  # `Eq(2*u0, u1)`: u1 is the one replaced
             ra, rb = rb, ra
         if not ra.is_Symbol:
             continue
