@@ -468,3 +468,49 @@ def test_a_dim_the_trace_found_derived_from_another_is_a_derived_dim():
         torch.testing.assert_close(module(x, y)[0], f(x, y))
     with pytest.raises(AssertionError, match=r"2 \* x.size\(\)\[0\] == y.size\(\)\[0\]"):
         module(rows(3), rows(5))  # 5 != 2 * 3: the program checks its inputs, as the trace assumed
+
+
+def _number_or_tensor(x):
+    y = 0
+    if x.sum() > 0:
+        y = x.sum()
+    z = y
+    y -= 4  # rebinds `y` where it is the number 0, updates the tensor where it is a tensor (z sees that)
+    return z, y
+
+
+def _number_or_tensor_unaliased(x):
+    y = 0
+    if x.sum() > 0:
+        y = x.sum()
+    y -= 4
+    return y
+
+
+def test_an_augmented_assignment_on_a_number_or_a_tensor():
+    exported_matches(_number_or_tensor_unaliased, [ROWS], [(rows(2).abs(),), (-rows(2).abs(),)],
+                     compare_eager=False)
+    cf = ta.function(_number_or_tensor, input_signature=[ROWS]).get_concrete_function()
+    line = _number_or_tensor.__code__.co_firstlineno + 5
+    with pytest.raises(GraphLoweringError, match=rf"(?s)line {line} to torch.export: %y is a Python number on "
+                                                 r"one path of an `if` and a tensor on the other, and it is read "
+                                                 r"again after `sub_`"):
+        cf.export()
+
+
+def _updates_what_a_branch_passed_on(x):
+    if x.sum() > 0:
+        y = x
+    else:
+        y = x * 2
+    y.add_(1)  # on the first path this is x itself
+    return x * 1
+
+
+def test_an_update_of_a_tensor_a_branch_passed_on_is_refused_when_the_original_is_seen():
+    x = rows(2)
+    cf = ta.function(_updates_what_a_branch_passed_on).get_concrete_function(x)
+    line = _updates_what_a_branch_passed_on.__code__.co_firstlineno + 5
+    with pytest.raises(GraphLoweringError, match=rf"(?s)line {line} to torch.export: it updates %y in place, which "
+                                                 r"may be the tensor %x that a branch or loop passed on as is"):
+        cf.export()

@@ -39,6 +39,7 @@ from ..backends.fx_lowering import lowering_error
 from ..backends.torch_codegen import CodeWriter
 from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, under_autocast
 from ..state import variables
+from ..tracing import promoted
 from ..graph.ops import Expression
 from ..graph.printing import render_call, render_pattern
 from . import runtime
@@ -133,6 +134,7 @@ class ExportCodegen(ListLowering):
     def nodes(self, nodes: list[Node], scope: Scope) -> None:
         """Emit `nodes` in order; runs with an explicit grad mode or autocast go under a `with` (a node with none
         runs under the autocast the function was traced in, `self.autocast`, whatever the caller's)."""
+        _check_updates_of_passed_on(nodes, self.graph)
         mode = None
         for node in nodes:
             if node.grad_enabled is False and node.op.effects & Effect.WRITES_FIRST_ARG:
@@ -182,6 +184,23 @@ class ExportCodegen(ListLowering):
         if op.kind is OpKind.FUNCTION and op.target in _VARIABLE_UPDATES:
             self.variable_update(node)
             return
+        if op.kind is OpKind.FUNCTION and isinstance(op.target, promoted.Augmented):
+            self.augmented(node, scope)
+            return
+        if op.kind is OpKind.FUNCTION and isinstance(op.target, promoted.NumberOp):
+            # Which run-time tensors stand for Python numbers matters only to `augmented` (see there): the op.
+            node = dataclasses.replace(node, op=dataclasses.replace(op, target=op.target.fn))
+            op = node.op
+        if op.kind is OpKind.FUNCTION and op.target is torch.tensor and op.converts_number:
+            node = dataclasses.replace(node, op=dataclasses.replace(op, target=promoted.promote_number),
+                                       args=(node.args[0], node.kwargs["dtype"], node.kwargs["device"]), kwargs={})
+            op = node.op
+        if op.kind is OpKind.FUNCTION and op.target is promoted.promote_number:
+            # A number made a tensor (to merge it with one, or carry it in a loop): no trip through `.item()`.
+            n, dtype, device = node.args
+            to = f".to({self.w.arg(device)})" if device is not None else ""
+            self.w.line(f"{node.outputs[0].name} = {_RT}.scalar({self.w.raw(n)}, {dtype}){to}", node.origin)
+            return
         if self.list_op(node, scope):
             return
         if op.kind is OpKind.FUNCTION and op.target in _ITEM_KINDS and node.outputs and \
@@ -220,6 +239,22 @@ class ExportCodegen(ListLowering):
             op = "+=" if method == "add_" else "-="
             line = f"{target} {op} {value}" if indexed else f"{t.name}.{method}({value})"
         self.w.line(line, node.origin)
+
+    def augmented(self, node: Node, scope: Scope) -> None:
+        """`y op= x` on a value that is a Python number on some paths (a tensor `if` merged a number with a
+        tensor): eager Python rebinds `y` on those paths and updates the tensor in place on the others, which
+        only other names for the same tensor can tell apart. An exported program has no path to ask: it
+        computes `y op x` when nothing else reads the old `y`, and refuses otherwise."""
+        target, (a, b) = node.op.target, node.args
+        readers = [n for n in _nodes_after(scope.graph, node) if any(v is a for v in n.input_values())]
+        if readers or any(o is a for o in scope.graph.outputs):
+            raise lowering_error(node, f"%{a.name} is a Python number on one path of an `if` and a tensor on the "
+                                 f"other, and it is read again after `{target.method}`: eager Python would update "
+                                 f"it in place on one path only", "give it one type on both paths (e.g. "
+                                 "`torch.tensor(0.0)` instead of `0`), or copy it before updating",
+                                 to="torch.export")
+        fn = self.w.global_name(target.function, "f")
+        self.w.line(f"{node.outputs[0].name} = {fn}({self.w.arg(a)}, {self.w.arg(b)})", node.origin)
 
     def check(self, node: Node) -> None:
         cond = node.args[0]
@@ -389,6 +424,47 @@ class ExportCodegen(ListLowering):
                                      f"tensor %{init.name} is read after the loop", "update a copy "
                                      "(`acc = acc.clone()` before the loop) or assign instead of updating in "
                                      "place (`acc = acc + 1`)", to="torch.export")
+
+
+def _passed_on(node: Node) -> dict[int, list[Value]]:
+    """For a `cond`/`while` node: output id -> the tensors it may be (a branch or loop passing one on as is)."""
+    out: dict[int, list[Value]] = {}
+    if isinstance(node.op.target, CondOp):
+        for g in node.subgraphs:
+            inputs = {id(v) for v in g.inputs}
+            for o, res in zip(g.outputs, node.outputs):
+                if isinstance(o, Value) and id(o) in inputs and o.kind is ValueKind.TENSOR:
+                    out.setdefault(id(res), []).append(o)
+    elif isinstance(node.op.target, WhileOp):
+        for init, res in zip(node.args[0], node.outputs):
+            if isinstance(init, Value) and init.kind is ValueKind.TENSOR:
+                out.setdefault(id(res), []).append(init)  # a loop that runs no iteration passes it on
+    return out
+
+
+def _check_updates_of_passed_on(nodes: list[Node], graph: Graph) -> None:
+    """Refuse an in-place update of a tensor a `cond`/`while` passed on as is, when the original is seen again.
+
+    Eager Python updates the original too (it is the same tensor); torch.cond and torch.while_loop return copies,
+    so an exported program would not, and whatever reads the original later would see other values.
+    """
+    passed: dict[int, list[Value]] = {}
+    outer = {id(v) for v in graph.inputs} | {id(v) for v, _ in graph.captures}
+    for i, node in enumerate(nodes):
+        if node.op.kind is OpKind.CONTROL:
+            passed.update(_passed_on(node))
+        if not node.op.effects & (Effect.WRITES_FIRST_ARG | Effect.WRITES_OUT) or node.op.kind is OpKind.CONTROL:
+            continue
+        for target in node_writes(node):
+            for original in passed.get(id(target), ()):
+                later = any(original is v for n in nodes[i + 1:] for v in n.input_values())
+                if later or id(original) in outer or any(original is o for o in graph.outputs):
+                    raise lowering_error(node, f"it updates %{target.name} in place, which may be the tensor "
+                                         f"%{original.name} that a branch or loop passed on as is, and %{original.name} "
+                                         f"is seen again: torch.cond and torch.while_loop pass on copies, so the "
+                                         f"exported program would leave %{original.name} unchanged",
+                                         "assign instead of updating in place (`y = y + 1`), or update a copy "
+                                         "(`y = y.clone()` first)", to="torch.export")
 
 
 def _check_fixed_shapes(node: Node) -> None:
