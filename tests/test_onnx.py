@@ -67,7 +67,7 @@ def test_a_while_with_a_cond_inside_and_one_after_matches_in_onnx_runtime(export
 
 def test_asserts_are_named_in_a_warning_since_onnx_cannot_raise(exported):
     _, _, messages = exported
-    assert any(f"1 run-time check(s) (asserts at " in m and f"test_onnx.py:{ASSERT_LINE}) are not in the ONNX model"
+    assert any("1 run-time check(s) (asserts at " in m and f"test_onnx.py:{ASSERT_LINE}) are not in the ONNX model"
                in m for m in messages), messages
 
 

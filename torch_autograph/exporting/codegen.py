@@ -25,7 +25,6 @@ such form (Python run at every call, autograd inside the graph) raises
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import itertools
 import re
@@ -44,12 +43,13 @@ from ..graph.ops import Expression
 from ..graph.printing import render_call, render_pattern
 from . import runtime
 from .analysis import ListTypes, node_writes, writes
+from .checks import check_fixed_shapes, check_loop_var_writes, check_updates_of_passed_on, raise_output_list
+from .expressions import tensor_expression
 from .list_lowering import ListLowering
 
 _counter = itertools.count()
 _RT = "_rt"
 _ITEM_KINDS = {int: torch.int64, float: torch.float64, bool: torch.bool}
-_CASTS = {"int": torch.int64, "float": torch.float64, "bool": torch.bool}
 
 
 @dataclass
@@ -134,7 +134,7 @@ class ExportCodegen(ListLowering):
     def nodes(self, nodes: list[Node], scope: Scope) -> None:
         """Emit `nodes` in order; runs with an explicit grad mode or autocast go under a `with` (a node with none
         runs under the autocast the function was traced in, `self.autocast`, whatever the caller's)."""
-        _check_updates_of_passed_on(nodes, self.graph)
+        check_updates_of_passed_on(nodes, self.graph)
         mode = None
         for node in nodes:
             if node.grad_enabled is False and node.op.effects & Effect.WRITES_FIRST_ARG:
@@ -298,8 +298,8 @@ class ExportCodegen(ListLowering):
         params = [v.name for v in loop_vars] + [v.name for v in written]
         limit = target.maximum_iterations
         counter = f"_count_{k}" if limit is not None else None
-        self._check_loop_var_writes(node, scope)
-        _check_fixed_shapes(node)
+        check_loop_var_writes(node, scope.graph, self.captures)
+        check_fixed_shapes(node)
         with_counter = params + ([counter] if counter else [])
         w = self.w
         # A loop passes a list on with the capacity it came with: said after the loop (inside, the capacity is a
@@ -410,85 +410,6 @@ class ExportCodegen(ListLowering):
             detach = ".detach()" if id(v) in self.captures else ""  # state: updated, not differentiated
             self.w.line(f"{v.name}.copy_({new}{detach})", node.origin)
 
-    def _check_loop_var_writes(self, node: Node, scope: Scope) -> None:
-        """A loop variable updated in place whose initial tensor is read after the loop: Python would see the
-        first iteration's update there, which a loop carrying values cannot express."""
-        body = node.subgraphs[1]
-        updated = {id(v) for n in body.nodes for v in node_writes(n)}
-        after = _nodes_after(scope.graph, node)
-        for init, lv in zip(node.args[0], node.op.target.loop_vars):
-            if id(lv) in updated and isinstance(init, Value) and (
-                    id(init) in self.captures or any(init is v for n in after for v in n.input_values())
-                    or any(init is o for o in scope.graph.outputs)):
-                raise lowering_error(node, f"the loop updates loop variable %{lv.name} in place and its initial "
-                                     f"tensor %{init.name} is read after the loop", "update a copy "
-                                     "(`acc = acc.clone()` before the loop) or assign instead of updating in "
-                                     "place (`acc = acc + 1`)", to="torch.export")
-
-
-def _passed_on(node: Node) -> dict[int, list[Value]]:
-    """For a `cond`/`while` node: output id -> the tensors it may be (a branch or loop passing one on as is)."""
-    out: dict[int, list[Value]] = {}
-    if isinstance(node.op.target, CondOp):
-        for g in node.subgraphs:
-            inputs = {id(v) for v in g.inputs}
-            for o, res in zip(g.outputs, node.outputs):
-                if isinstance(o, Value) and id(o) in inputs and o.kind is ValueKind.TENSOR:
-                    out.setdefault(id(res), []).append(o)
-    elif isinstance(node.op.target, WhileOp):
-        for init, res in zip(node.args[0], node.outputs):
-            if isinstance(init, Value) and init.kind is ValueKind.TENSOR:
-                out.setdefault(id(res), []).append(init)  # a loop that runs no iteration passes it on
-    return out
-
-
-def _check_updates_of_passed_on(nodes: list[Node], graph: Graph) -> None:
-    """Refuse an in-place update of a tensor a `cond`/`while` passed on as is, when the original is seen again.
-
-    Eager Python updates the original too (it is the same tensor); torch.cond and torch.while_loop return copies,
-    so an exported program would not, and whatever reads the original later would see other values.
-    """
-    passed: dict[int, list[Value]] = {}
-    outer = {id(v) for v in graph.inputs} | {id(v) for v, _ in graph.captures}
-    for i, node in enumerate(nodes):
-        if node.op.kind is OpKind.CONTROL:
-            passed.update(_passed_on(node))
-        if not node.op.effects & (Effect.WRITES_FIRST_ARG | Effect.WRITES_OUT) or node.op.kind is OpKind.CONTROL:
-            continue
-        for target in node_writes(node):
-            for original in passed.get(id(target), ()):
-                later = any(original is v for n in nodes[i + 1:] for v in n.input_values())
-                if later or id(original) in outer or any(original is o for o in graph.outputs):
-                    raise lowering_error(node, f"it updates %{target.name} in place, which may be the tensor "
-                                         f"%{original.name} that a branch or loop passed on as is, and %{original.name} "
-                                         f"is seen again: torch.cond and torch.while_loop pass on copies, so the "
-                                         f"exported program would leave %{original.name} unchanged",
-                                         "assign instead of updating in place (`y = y + 1`), or update a copy "
-                                         "(`y = y.clone()` first)", to="torch.export")
-
-
-def _check_fixed_shapes(node: Node) -> None:
-    """A loop variable whose shape changes between iterations (the trace made its dims symbolic) cannot be
-    carried by torch.while_loop: say so at the loop's line rather than let torch fail on it."""
-    for init, lv in zip(node.args[0], node.op.target.loop_vars):
-        if not (isinstance(init, Value) and init.kind is ValueKind.TENSOR and lv.kind is ValueKind.TENSOR):
-            continue
-        changing = [d for d, (a, b) in enumerate(zip(init.shape, lv.shape)) if str(a) != str(b)]
-        if changing:
-            raise lowering_error(node, f"loop variable %{lv.name} changes shape between iterations (dim "
-                                 f"{changing[0]}: {init.shape[changing[0]]} before the loop, {lv.shape[changing[0]]} "
-                                 f"in it), and torch.while_loop carries tensors of one shape",
-                                 "keep the shape fixed (pad, or mask instead of slicing), or run this function "
-                                 "with the default backend instead of exporting it", to="torch.export")
-
-
-def raise_output_list(graph: Graph, v: Value) -> None:
-    from ..errors import GraphLoweringError
-
-    raise GraphLoweringError(f"cannot export graph {graph.name}: it returns the graph list %{v.name} (a Python "
-                             f"list of tensors), which an exported program cannot return.\n"
-                             f"Fix: return torch.stack(lst) instead.")
-
 
 _VARIABLE_UPDATES = {variables.assign: ("copy_", False), variables.assign_add: ("add_", False),
                      variables.assign_sub: ("sub_", False), variables.assign_index: ("copy_", True),
@@ -547,54 +468,6 @@ def _nodes_after(graph: Graph, node: Node) -> list[Node]:
         if n is node:
             return graph.nodes[i + 1:]
     return []
-
-
-# ----- run-time number expressions on 0-d tensors ---------------------------------------------------------
-_CALLS = {"max": "maximum", "min": "minimum", "abs": "absolute", "math.floor": "floor", "math.ceil": "ceil",
-          "floor": "floor", "ceil": "ceil"}
-
-
-def tensor_expression(text: str, args: list[str], node: Node) -> str:
-    """The Python text of an Expression (printed by sympy for Python numbers) rewritten for 0-d tensors."""
-    tree = ast.parse(text, mode="eval")
-
-    class Rewrite(ast.NodeTransformer):
-        def visit_Name(self, n: ast.Name) -> ast.AST:
-            if n.id.startswith("_a") and n.id[2:].isdigit():
-                return ast.parse(args[int(n.id[2:])], mode="eval").body
-            if n.id in ("True", "False"):
-                return n
-            raise lowering_error(node, f"its size expression {text!r} uses {n.id!r}", "report this",
-                                 to="torch.export")
-
-        def visit_BoolOp(self, n: ast.BoolOp) -> ast.AST:
-            fn = "logical_and" if isinstance(n.op, ast.And) else "logical_or"
-            return _call(fn, [self.visit(v) for v in n.values])
-
-        def visit_UnaryOp(self, n: ast.UnaryOp) -> ast.AST:
-            if isinstance(n.op, ast.Not):
-                return _call("logical_not", [self.visit(n.operand)])
-            return self.generic_visit(n)
-
-        def visit_IfExp(self, n: ast.IfExp) -> ast.AST:
-            return _call("where", [self.visit(n.test), self.visit(n.body), self.visit(n.orelse)])
-
-        def visit_Call(self, n: ast.Call) -> ast.AST:
-            name = ast.unparse(n.func)
-            if name in ("int", "float", "bool") and len(n.args) == 1:
-                dtype = ast.parse(str(_CASTS[name]), mode="eval").body
-                return _call("scalar", [self.visit(n.args[0]), dtype])
-            if name not in _CALLS:
-                raise lowering_error(node, f"its size expression {text!r} calls {name}()", "report this",
-                                     to="torch.export")
-            return _call(_CALLS[name], [self.visit(a) for a in n.args])
-
-    out = Rewrite().visit(tree)
-    return ast.unparse(ast.fix_missing_locations(out))
-
-
-def _call(fn: str, args: list[ast.AST]) -> ast.Call:
-    return ast.Call(ast.Attribute(ast.Name(_RT, ast.Load()), fn, ast.Load()), args, [])
 
 
 def compile_forward(graph: Graph, capture_attrs: dict[int, str] | None,
