@@ -291,7 +291,11 @@ def run(settings: Settings, only: str = "") -> list[Row]:
     try:
         for w in WORKLOADS:
             if w not in skipped and w.label.startswith(only or "M"):
-                rows += run_workload(w, settings)
+                try:
+                    rows += run_workload(w, settings)
+                except Exception as e:  # noqa: BLE001 - one workload failing (e.g. a trace error) leaves the others
+                    msg = str(e).strip().splitlines()[0][:150] if str(e).strip() else ""
+                    rows.append(Row(w.label, "ERROR", None, None, "", False, f"{type(e).__name__}: {msg}"))
         if not settings.quick and not only and torch_compile_available()[0] and not skipped:
             rows += latency_rows()
     finally:
