@@ -302,6 +302,25 @@ def test_a_growing_loop_variable_gets_a_symbolic_dim_with_a_note():
     assert "loop variable 'idx' changes shape between iterations" in notes and "symbolic" in notes
 
 
+def attend_and_grow(x, limit):
+    while x.size(1) < limit:  # limit a tensor: a graph loop, x's length symbolic in it
+        q = x[:, None]
+        y = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)  # decides length != 0
+        x = torch.cat([x, y[:, 0, -1:] * 2], dim=1)
+    return x
+
+
+def test_library_code_deciding_on_a_growing_loop_dim_traces_with_a_checked_assumption():
+    # The symbol of the growing dim takes its size on entry as hint: attention's "is the length 0?" is answered
+    # from it, and becomes a check of the graph instead of a trace-time error.
+    f = ta.function(attend_and_grow)
+    for T in (1, 3):
+        x = torch.randn(2, T, 4)
+        torch.testing.assert_close(f(x, torch.tensor(6)), attend_and_grow(x, 6))
+    source = f.get_concrete_function(torch.randn(2, 3, 4), torch.tensor(6)).graph.python_source
+    assert "the graph was traced assuming" in source and "!= 0" in source
+
+
 def changes_dtype(x, n):
     i = 0
     while i < n:

@@ -173,12 +173,14 @@ class MetaEngine:
         return result
 
     def example(self, shape: tuple, dtype: torch.dtype, device: torch.device | None,
-                requires_grad: bool = False) -> torch.Tensor:
+                requires_grad: bool = False, hints: tuple | None = None) -> torch.Tensor:
         """An example tensor of `shape`: a meta tensor if every dim is an int, else a fake tensor whose dims are
-        the given SymInts, and a fresh size symbol for each None."""
+        the given SymInts, and a fresh size symbol for each None (hinted by `hints[d]` where that is an int:
+        see `Symbols.input_symbol`)."""
         if all(type(d) is int for d in shape):
             return meta_example(tuple(shape), dtype, requires_grad=requires_grad)
-        sizes = [self.symbols.fresh_size() if d is None else d for d in shape]
+        sizes = [d if d is not None else self.symbols.fresh_size() if hints is None or hints[i] is None
+                 else self.symbols.hinted_size(hints[i]) for i, d in enumerate(shape)]
         with self.symbols.mode, torch._C.DisableTorchFunction():
             t = torch.empty(sizes, dtype=dtype, device=device if device is not None else "cpu")
             if requires_grad and (dtype.is_floating_point or dtype.is_complex):
