@@ -24,7 +24,6 @@ then a warm inductor cache, for M1 and M3.
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys

@@ -85,7 +85,6 @@ def gpt(layers: int = 2, width: int = 64, block: int = 64, vocab: int = 65) -> n
 def greedy_decoder(model: nn.Module, eos: int, max_new: int) -> Callable:
     """Greedy decoding as eager code writes it: append the argmax token until it is `eos` or `max_new` tokens
     were generated. The sequence grows by one token per step, so each step runs the model on a longer input."""
-    block = model.config.block
 
     def generate(idx: torch.Tensor) -> torch.Tensor:
         limit = idx.size(1) + max_new
