@@ -444,3 +444,25 @@ def test_if_and_while_on_symbolic_sizes_become_graph_control_flow_with_one_trace
     assert f.experimental_get_tracing_count() == 1
     ops = [node.op.name for node in f.get_concrete_function().graph.nodes]
     assert "cond" in ops and "while" in ops
+
+
+# ----- in-place updates of values that require grad ------------------------------------------------
+class _BasicBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.conv2, self.bn2 = torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.relu = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(h))
+        out += h  # in place on a value that requires grad (ResNet's residual)
+        return self.relu(out)
+
+
+def test_a_residual_added_in_place_trains_as_eager():
+    torch.manual_seed(0)
+    block = _BasicBlock()
+    x = torch.randn(2, 4, 8, 8)
+    assert_matches_eager(lambda x: block(x).sum(), x, modules=[block])

@@ -257,6 +257,9 @@ class MetaEngine:
             return x
 
         a, k = map_nest(leaf, args), map_nest(leaf, kwargs)
+        if a:
+            with self.symbols.mode:
+                a = _in_place_safe(func, a)
         try:
             with self.symbols.mode, torch._C.DisableTorchFunction():
                 try:
@@ -316,9 +319,22 @@ def _call(func: Callable, args: tuple, kwargs: dict, fake: bool) -> Any:
     return func(*args, **kwargs)
 
 
+def _in_place_safe(func: Callable, args: tuple) -> tuple:
+    """Examples are leaves; a graph value written in place (`out += h` after a module that requires grad) is
+    not: give an in-place op a non-leaf copy of its first argument, as the value is when the graph runs."""
+    name = getattr(func, "__name__", "")
+    if args and name.endswith("_") and not name.endswith("__") or name.startswith("__i"):
+        first = args[0]
+        if isinstance(first, torch.Tensor) and first.requires_grad and first.is_leaf:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                return (first.clone(), *args[1:])
+    return args
+
+
 def _run_on_meta(func: Callable, args: tuple, kwargs: dict) -> Any:
     a = map_nest(lambda x: x.example if isinstance(x, Value) else x, args)
     k = map_nest(lambda x: x.example if isinstance(x, Value) else x, kwargs)
+    a = _in_place_safe(func, a)
     a, k = _strip_device(func, a, k)
     with torch._C.DisableTorchFunction():
         if func in (torch.Tensor.cuda, torch.Tensor.cpu):
