@@ -48,12 +48,15 @@ def to_fx(graph: Graph) -> fx.GraphModule:
     env: dict[int, fx.Node] = {}
     for v in graph.inputs:
         env[id(v)] = fx_graph.placeholder(v.name)
+        if v.kind is ValueKind.TENSOR and isinstance(v.example, torch.Tensor):
+            env[id(v)].meta["example_value"] = v.example
     for v, t in graph.captures:
         if isinstance(t, torch.nn.Parameter):
             root.register_parameter(v.name, t)
         else:
             root.register_buffer(v.name, t)
         env[id(v)] = fx_graph.get_attr(v.name)
+        env[id(v)].meta["example_value"] = t
     lowering = _Lowering(root, fx_graph, env)
     lowering.nodes(graph.nodes)
     fx_graph.output(tuple(lowering.arg(o) for o in graph.outputs))
@@ -138,9 +141,15 @@ class _Lowering:
         self.bind(node.pattern, result)
 
     def bind(self, pattern: Any, result: fx.Node) -> None:
-        """Map the Values of a node's unpacking pattern to (getitem of) its fx result."""
+        """Map the Values of a node's unpacking pattern to (getitem of) its fx result.
+
+        A tensor's fx node carries its example (a meta or fake tensor) as `example_value`, as dynamo's graphs do:
+        AOT autograd's on-disk cache takes only graphs whose method calls are on nodes known to be tensors.
+        """
         if isinstance(pattern, Value):
             self.env[id(pattern)] = result
+            if pattern.kind is ValueKind.TENSOR and isinstance(pattern.example, torch.Tensor):
+                result.meta["example_value"] = pattern.example
         elif isinstance(pattern, tuple):
             for i, p in enumerate(pattern):
                 if p is not None:

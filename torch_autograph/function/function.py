@@ -71,7 +71,7 @@ class Function:
 
     def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
                  reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False,
+                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None,
                  _instance: Any = None) -> None:
         _check_options(jit_compile, cuda_graphs, freeze_captures)
         self._python_function = python_function
@@ -417,8 +417,8 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
     if cuda_graphs and jit_compile == "auto":
         raise ValueError("cuda_graphs=True works with jit_compile=False or True, not 'auto': a tiered function "
                          "swaps its code while it runs, which would throw the captured graphs away")
-    if freeze_captures not in (False, True):
-        raise ValueError(f"freeze_captures must be False or True, got {freeze_captures!r}")
+    if freeze_captures not in (None, False, True):
+        raise ValueError(f"freeze_captures must be None, False or True, got {freeze_captures!r}")
     if freeze_captures and not jit_compile:
         raise ValueError("freeze_captures=True folds captured tensors into inductor's code: it needs "
                          "jit_compile=True or 'auto'")
@@ -427,7 +427,7 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
 # ----------------------------------------------------------------------------------------
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False) -> Any:
+             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None) -> Any:
     """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
 
     Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
@@ -459,7 +459,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         freeze_captures: with jit_compile, a graph traced under no_grad has
             its captured tensors (weights) folded into the compiled code as
             constants, so inductor can pre-pack them for its GEMM kernels
-            (several times faster for small Linear stacks). Each call checks
+            (several times faster for small Linear stacks; mkldnn-packed
+            convolutions). None (the default) freezes under
+            jit_compile="auto", where the frozen code also has to time faster
+            than the default backend to be used, and not under True. Each call checks
             the captures' version counters and data pointers: after an
             in-place update, optimizer step, `load_state_dict` or `p.data = t`
             the code is compiled again by reference. A write through

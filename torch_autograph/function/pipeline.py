@@ -42,7 +42,7 @@ class BackendChoice:
 
     jit_compile: bool | str = False
     cuda_graphs: bool = False
-    freeze_captures: bool = False
+    freeze_captures: bool | None = None  # None: freeze under jit_compile="auto" only
     function_name: str = ""
     on_jit_fallback: Callable[[str], None] | None = None
     _backend: Backend | None = field(default=None, repr=False)
@@ -115,8 +115,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
+    freeze = choice.freeze_captures if choice.freeze_captures is not None else choice.jit_compile == "auto"
     options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
-                             freeze_captures=choice.freeze_captures)
+                             freeze_captures=freeze)
     compiled = choice.backend().compile(graph, options)
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,

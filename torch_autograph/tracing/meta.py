@@ -173,12 +173,14 @@ class MetaEngine:
         return result
 
     def example(self, shape: tuple, dtype: torch.dtype, device: torch.device | None,
-                requires_grad: bool = False) -> torch.Tensor:
+                requires_grad: bool = False, hints: tuple | None = None) -> torch.Tensor:
         """An example tensor of `shape`: a meta tensor if every dim is an int, else a fake tensor whose dims are
-        the given SymInts, and a fresh size symbol for each None."""
+        the given SymInts, and a fresh size symbol for each None (hinted by `hints[d]` where that is an int:
+        see `Symbols.input_symbol`)."""
         if all(type(d) is int for d in shape):
             return meta_example(tuple(shape), dtype, requires_grad=requires_grad)
-        sizes = [self.symbols.fresh_size() if d is None else d for d in shape]
+        sizes = [d if d is not None else self.symbols.fresh_size() if hints is None or hints[i] is None
+                 else self.symbols.hinted_size(hints[i]) for i, d in enumerate(shape)]
         with self.symbols.mode, torch._C.DisableTorchFunction():
             t = torch.empty(sizes, dtype=dtype, device=device if device is not None else "cpu")
             if requires_grad and (dtype.is_floating_point or dtype.is_complex):
@@ -255,6 +257,9 @@ class MetaEngine:
             return x
 
         a, k = map_nest(leaf, args), map_nest(leaf, kwargs)
+        if a:
+            with self.symbols.mode:
+                a = _in_place_safe(func, a)
         try:
             with self.symbols.mode, torch._C.DisableTorchFunction():
                 try:
@@ -314,9 +319,22 @@ def _call(func: Callable, args: tuple, kwargs: dict, fake: bool) -> Any:
     return func(*args, **kwargs)
 
 
+def _in_place_safe(func: Callable, args: tuple) -> tuple:
+    """Examples are leaves; a graph value written in place (`out += h` after a module that requires grad) is
+    not: give an in-place op a non-leaf copy of its first argument, as the value is when the graph runs."""
+    name = getattr(func, "__name__", "")
+    if args and name.endswith("_") and not name.endswith("__") or name.startswith("__i"):
+        first = args[0]
+        if isinstance(first, torch.Tensor) and first.requires_grad and first.is_leaf:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                return (first.clone(), *args[1:])
+    return args
+
+
 def _run_on_meta(func: Callable, args: tuple, kwargs: dict) -> Any:
     a = map_nest(lambda x: x.example if isinstance(x, Value) else x, args)
     k = map_nest(lambda x: x.example if isinstance(x, Value) else x, kwargs)
+    a = _in_place_safe(func, a)
     a, k = _strip_device(func, a, k)
     with torch._C.DisableTorchFunction():
         if func in (torch.Tensor.cuda, torch.Tensor.cpu):

@@ -157,10 +157,13 @@ class SymbolTable:
         of results) gets the hint's answer, and the decision becomes an assumption checked at each call
         (torch's real-tensor propagation: a deferred runtime assert); nothing else is specialised.
         """
+        return self.fresh_size() if hint is None else self.hinted_size(hint)
+
+    def hinted_size(self, hint: int) -> torch.SymInt:
+        """A fresh size whose decisions take `hint`'s answer, each one an assumption checked when the graph runs."""
         sym = self.fresh_size()
-        if hint is not None:
-            _quiet_hint_logs()
-            self.env.set_real_tensor_prop_unbacked_vals(sym.node.expr, hint)
+        _quiet_hint_logs()
+        self.env.set_real_tensor_prop_unbacked_vals(sym.node.expr, hint)
         return sym
 
     def fresh_size(self) -> torch.SymInt:
