@@ -8,6 +8,9 @@
                   conversion already cached (what a retrace on a new shape costs).
   warm trace      a fresh ta.function on an already-traced shape: the memo hits
                   (the steady-state cost of recording); median over several.
+  symbolic trace  a fresh ta.function with input_signature [TensorSpec([None, 16])]:
+                  every op's metadata comes from a FakeTensor with a size symbol
+                  (no memo for symbolic shapes); median over several.
 
 Each trace is `ta.function(chain).get_concrete_function(x)` timed end to end
 (tracing, dead-code elimination, verification, code generation) and divided by
@@ -35,10 +38,10 @@ from torch_autograph.autograph import api as ag_api  # noqa: E402
 NAME = "tracing (200-op chain)"
 
 
-def _trace(x: torch.Tensor) -> tuple[float, int]:
-    F = ta.function(chain)
+def _trace(x: torch.Tensor, symbolic: bool = False) -> tuple[float, int]:
+    F = ta.function(chain, input_signature=[ta.TensorSpec([None, x.shape[1]])] if symbolic else None)
     t0 = time.perf_counter()
-    cf = F.get_concrete_function(x)
+    cf = F.get_concrete_function(*([] if symbolic else [x]))
     dt = time.perf_counter() - t0
     n = len(cf.graph.nodes)
     if n != N_OPS:
@@ -65,6 +68,8 @@ def _run(settings: Settings) -> list[Row]:
     cold_us, n = _trace(base)
     new_shape = [_trace(torch.randn(3, 17 + i))[0] for i in range(reps)]
     warm = [_trace(base)[0] for _ in range(reps)]
+    _trace(base, symbolic=True)  # the first symbolic trace of the process imports sympy / the ShapeEnv
+    symbolic = [_trace(base, symbolic=True)[0] for _ in range(reps)]
 
     t0 = time.perf_counter()
     k = 20
@@ -74,6 +79,7 @@ def _run(settings: Settings) -> list[Row]:
 
     w = statistics.median(warm)
     ns = statistics.median(new_shape)
+    sym = statistics.median(symbolic)
     return [
         Row(NAME, "eager call (scale)", eager_us, None, "", None, f"{eager_us / n:.2f} µs/op"),
         Row(NAME, "cold trace", cold_us, cold_us / eager_us, "", None,
@@ -81,6 +87,8 @@ def _run(settings: Settings) -> list[Row]:
         Row(NAME, "new-shape trace", ns, ns / eager_us, "", None, f"{ns / n:.1f} µs/op (median of {reps})"),
         Row(NAME, "warm trace", w, w / eager_us, "", None,
             f"{w / n:.1f} µs/op (median of {reps}; min {min(warm) / n:.1f})"),
+        Row(NAME, "symbolic trace", sym, sym / eager_us, "", None,
+            f"{sym / n:.1f} µs/op (median of {reps}); input_signature [None, 16]"),
     ]
 
 

@@ -1,4 +1,9 @@
-"""ta.optimizers match torch.optim step for step (float64, 50 steps), eagerly and inside ta.function."""
+"""ta.optimizers match torch.optim step for step, eagerly and inside ta.function.
+
+SGD, Adam and AdamW are checked bitwise in float32 against torch.optim's default implementation on CPU
+(the for-loop one: torch picks foreach only for CUDA tensors), 25 steps from the same initialisation, and
+against a float64 run of torch.optim as the reference; all five optimizers within 1e-6 in float64 over 50 steps.
+"""
 
 import re
 
@@ -16,6 +21,9 @@ CASES = [
      lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.01)),
     ("sgd_nesterov", lambda: ta.optimizers.SGD(learning_rate=0.05, momentum=0.8, nesterov=True),
      lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.8, nesterov=True)),
+    ("sgd_dampening_maximize", lambda: ta.optimizers.SGD(learning_rate=0.05, momentum=0.9, dampening=0.5,
+                                                         weight_decay=0.01, maximize=True),
+     lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9, dampening=0.5, weight_decay=0.01, maximize=True)),
     ("adam", lambda: ta.optimizers.Adam(learning_rate=0.01, weight_decay=0.1),
      lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1)),
     ("adam_amsgrad", lambda: ta.optimizers.Adam(learning_rate=0.01, beta_1=0.8, amsgrad=True),
@@ -155,3 +163,81 @@ def test_slots_are_created_on_the_first_call_only():
     with pytest.raises(ValueError, match="Creating variables on a non-first call"):
         step(second)  # a new variable on a later trace: TF's multiple-optimizer pitfall
     assert opt.get_slot(first, "m").shape == (2,)
+
+
+F32_CASES = [
+    ("sgd", dict(), {}),
+    ("sgd", dict(momentum=0.9), dict(momentum=0.9)),
+    ("sgd", dict(momentum=0.9, dampening=0.3), dict(momentum=0.9, dampening=0.3)),
+    ("sgd", dict(momentum=0.8, nesterov=True, weight_decay=0.01), dict(momentum=0.8, nesterov=True, weight_decay=0.01)),
+    ("sgd", dict(momentum=0.9, dampening=0.1, weight_decay=0.05, maximize=True),
+     dict(momentum=0.9, dampening=0.1, weight_decay=0.05, maximize=True)),
+    ("adam", dict(), {}),
+    ("adam", dict(beta_1=0.8, beta_2=0.99, epsilon=1e-6, weight_decay=0.1), dict(betas=(0.8, 0.99), eps=1e-6,
+                                                                                   weight_decay=0.1)),
+    ("adam", dict(amsgrad=True, maximize=True), dict(amsgrad=True, maximize=True)),
+    ("adamw", dict(), {}),
+    ("adamw", dict(weight_decay=0.1, amsgrad=True), dict(weight_decay=0.1, amsgrad=True)),
+]
+_TA = {"sgd": ta.optimizers.SGD, "adam": ta.optimizers.Adam, "adamw": ta.optimizers.AdamW}
+_TORCH = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+
+def _torch_run(kind, kwargs, w0, b0, xs, dtype):
+    w, b = (torch.nn.Parameter(t.clone().to(dtype)) for t in (w0, b0))
+    opt = _TORCH[kind]([w, b], lr=0.05, **kwargs)
+    for x in xs:
+        opt.zero_grad()
+        _loss(w, b, x.to(dtype)).backward()
+        opt.step()
+    return w.detach(), b.detach()
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "graph"])
+@pytest.mark.parametrize("kind,ta_kwargs,torch_kwargs", F32_CASES,
+                         ids=[f"{c[0]}-{'-'.join(c[1]) or 'default'}" for c in F32_CASES])
+def test_float32_bitwise_equal_to_torch_default_implementation(kind, ta_kwargs, torch_kwargs, graph):
+    w0, b0, xs = (t.float() for t in _data())
+    xs = xs[:25]
+    w, b = torch.nn.Parameter(w0.clone()), torch.nn.Parameter(b0.clone())
+    opt = _TA[kind](learning_rate=0.05, **ta_kwargs)
+
+    def step(x):
+        with ta.GradientTape() as tape:
+            loss = _loss(w, b, x)
+        opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b]))
+
+    run = ta.function(step) if graph else step
+    rw, rb = (torch.nn.Parameter(t.clone()) for t in (w0, b0))
+    ropt = _TORCH[kind]([rw, rb], lr=0.05, **torch_kwargs)
+    for i, x in enumerate(xs):
+        run(x)
+        ropt.zero_grad()
+        _loss(rw, rb, x).backward()
+        ropt.step()
+        assert torch.equal(w, rw) and torch.equal(b, rb), f"step {i + 1}: {(w - rw).abs().max().item():.3g}"
+    assert w.dtype == torch.float32 and opt.iterations.numpy() == 25
+    # Against float64 torch.optim: our float32 error is torch's own float32 error (no worse).
+    ref_w, ref_b = _torch_run(kind, torch_kwargs, w0, b0, xs, torch.float64)
+    ours = max((w.double() - ref_w).abs().max(), (b.double() - ref_b).abs().max())
+    theirs = max((rw.double() - ref_w).abs().max(), (rb.double() - ref_b).abs().max())
+    assert ours <= theirs < 1e-5
+
+
+def test_one_adam_step_is_torchs_step():
+    # The first step moves every parameter by lr (up to eps) in both; before, the bias correction was computed
+    # in float32 and the step was 0.049999665 instead of torch's value.
+    p0 = torch.randn(64, generator=torch.Generator().manual_seed(3))
+    p, q = torch.nn.Parameter(p0.clone()), torch.nn.Parameter(p0.clone())
+    ta.optimizers.Adam(learning_rate=0.05).apply_gradients([(torch.ones(64), p)])
+    q.grad = torch.ones(64)
+    torch.optim.Adam([q], lr=0.05).step()
+    assert torch.equal(p, q)
+    torch.testing.assert_close(p0 - p.detach(), torch.full((64,), 0.05))
+
+
+def test_sgd_rejects_what_torch_rejects():
+    with pytest.raises(ValueError, match="Nesterov momentum requires a momentum > 0 and zero dampening"):
+        ta.optimizers.SGD(momentum=0.9, nesterov=True, dampening=0.1)
+    with pytest.raises(ValueError, match="invalid momentum -1"):
+        ta.optimizers.SGD(momentum=-1)

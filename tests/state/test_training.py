@@ -1,6 +1,7 @@
 """Unchanged PyTorch training steps inside ta.function match the same loop run eagerly, step for step."""
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -85,9 +86,35 @@ def test_backward_node_is_kept_even_when_its_result_is_unused():
     w.grad = None
 
 
-def test_optimizer_step_while_tracing_without_autograph_is_an_error():
+def test_optimizer_step_without_autograph_is_staged_by_the_optimizer_itself():
+    model, x, y = _setup()
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    graph = ta.function(step, autograph=False)  # nothing converted: the methods stage themselves
+    graph_losses = [graph(x, y).item() for _ in range(5)]
+    graph_params = [p.detach().clone() for p in model.parameters()]
+    model.load_state_dict(start)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    eager_losses = [step(x, y).item() for _ in range(5)]
+    assert graph_losses == eager_losses
+    for got, want in zip(graph_params, model.parameters()):
+        torch.testing.assert_close(got, want)
+
+
+def test_an_optimizer_step_that_escaped_staging_is_an_error_not_a_trace_time_update():
+    import functools
+
     model, x, y = _setup()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt.step = functools.partial(torch.optim.SGD.step._ta_staged, opt)  # a step bound before staging existed
     before = [p.detach().clone() for p in model.parameters()]
 
     @ta.function(autograph=False)
@@ -124,47 +151,140 @@ def test_py_function_runs_at_every_call_in_order():
     assert spec.tolist() == [1, 2]  # eager: called at once, converted to the dtype
 
 
-def test_reading_grad_while_tracing_warns_and_py_function_runs_it_every_call():
-    import inspect
-    import warnings
-
+def test_clip_grad_norm_after_backward_needs_no_py_function():
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    start_state = {k: v.clone() for k, v in model.state_dict().items()}
 
-    def naive(x):
+    def step(x):
         opt.zero_grad()
         model(x).pow(2).sum().backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)  # <- reads .grad
-        opt.step()
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ta.function(naive)(torch.randn(4, 3))
-    lines, start = inspect.getsourcelines(naive)
-    line = start + next(i for i, t in enumerate(lines) if "# <- reads .grad" in t)
-    messages = [str(w.message) for w in caught if issubclass(w.category, ta.errors.TraceTimeValueWarning)]
-    assert len(messages) == 1 and f"test_training.py:{line}" in messages[0] and "ta.py_function" in messages[0]
-
-    def staged(x):
-        opt.zero_grad()
-        model(x).pow(2).sum().backward()
-        ta.py_function(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1), [], Tout=None)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)  # reads this call's gradients
         opt.step()
 
     torch.manual_seed(1)
     xs = [torch.randn(4, 3) for _ in range(4)]
-    start_state = {k: v.clone() for k, v in model.state_dict().items()}
-    graph_step = ta.function(staged)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    graph_step = ta.function(step)
     for x in xs:
         graph_step(x)
     graph_params = [p.detach().clone() for p in model.parameters()]
     model.load_state_dict(start_state)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)  # fresh, like the graph's at the start
     for x in xs:
-        opt.zero_grad()
-        model(x).pow(2).sum().backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)
-        opt.step()
+        step(x)
     for got, want in zip(graph_params, model.parameters()):
         torch.testing.assert_close(got, want)
+
+
+def test_item_on_a_returned_loss_works_and_on_a_loss_kept_on_the_trainer_is_inaccessible():
+    class Trainer:
+        def __init__(self):
+            torch.manual_seed(0)
+            self.model = torch.nn.Linear(6, 3)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+            self.last_loss = None
+
+        @ta.function
+        def step(self, x, y):
+            self.opt.zero_grad()
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+            self.last_loss = loss  # a Python side effect: runs once, while tracing
+            return loss
+
+    trainer = Trainer()
+    ref = copy.deepcopy(trainer.model)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    _, x, y = _setup()
+    for _ in range(3):
+        got = trainer.step(x, y).item()  # no trace is running: a returned tensor is a plain tensor
+        ref_opt.zero_grad()
+        want = F.cross_entropy(ref(x), y)
+        want.backward()
+        ref_opt.step()
+        assert got == want.item()
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(ta.errors.InaccessibleTensorError) as info:
+        trainer.last_loss.item()
+    msg = str(info.value)
+    assert "out of scope" in msg and f"(used at {__file__}:{line})" in msg and "'step'" in msg
+    assert "run once, while tracing" in msg and "Return it from the function instead" in msg
+    with pytest.raises(ta.errors.InaccessibleTensorError, match="out of scope"):
+        float(trainer.last_loss)
+
+
+def _dropout_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+
+
+def test_functions_that_set_the_mode_trace_once_per_entry_state_and_replay_the_change():
+    model, ref = _dropout_model(), _dropout_model()
+
+    def train_step(m, x):
+        m.train()
+        return m(x).sum()
+
+    def eval_step(m, x):
+        m.eval()
+        return m(x).sum()
+
+    graph_train = ta.function(lambda x: train_step(model, x))
+    graph_eval = ta.function(lambda x: eval_step(model, x))
+    x = torch.randn(3, 4)
+    for i in range(30):
+        for graph_fn, eager_fn, training in ((graph_train, train_step, True), (graph_eval, eval_step, False)):
+            torch.manual_seed(i)  # the same dropout masks: the graph draws them as eager does
+            got = graph_fn(x)
+            torch.manual_seed(i)
+            assert torch.equal(got, eager_fn(ref, x))
+            assert [m.training for m in model.modules()] == [training] * 4  # the change ran at this call
+    # train_step entered once in train mode (the first call) and then always in eval mode: two traces.
+    assert graph_train.experimental_get_tracing_count() == 2
+    assert graph_eval.experimental_get_tracing_count() == 1
+    reasons = [e.reasons for e in graph_train.trace_history()]
+    assert reasons[1] == (f"module Sequential at {id(model):#x} switched train -> eval mode",
+                          f"module Dropout at {id(model[1]):#x} switched train -> eval mode")
+    names = [n.op.name for n in graph_train.concrete_functions[0].graph.nodes]
+    assert names[0] == "Sequential.train"
+
+
+def test_tracing_leaves_the_mode_as_it_was_and_a_restored_mode_follows_the_entry_state():
+    model, ref = _dropout_model(), _dropout_model()
+
+    def evaluate(m, x):
+        was_training = m.training  # a Python value read while tracing: the entry mode is part of the trace
+        m.eval()
+        out = m(x).sum()
+        m.train(was_training)
+        return out
+
+    f = ta.function(lambda x: evaluate(model, x))
+    x = torch.randn(3, 4)
+    f.get_concrete_function(x)  # traces without running: no mode left changed
+    assert model.training and model[1].training
+    for training in (True, False, True, False):
+        model.train(training)
+        ref.train(training)
+        assert torch.equal(f(x), evaluate(ref, x))
+        assert [m.training for m in model.modules()] == [m.training for m in ref.modules()] == [training] * 4
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_setting_the_mode_inside_a_tensor_condition_is_an_error():
+    model = _dropout_model()
+
+    def step(x):
+        if x.sum() > 0:
+            model.eval()  # <- here
+        return model(x)
+
+    line = step.__code__.co_firstlineno + 2
+    with pytest.raises(ta.errors.OperatorNotAllowedInGraphError) as info:
+        ta.function(step)(torch.randn(3, 4))
+    msg = str(info.value)
+    assert "Sequential.eval() inside a tensor-dependent `if` or loop" in msg and f"{HERE}:{line}" in msg
+    assert "Fix: set the mode outside" in msg
+    assert model.training and model[1].training  # the trace that failed changed nothing

@@ -14,10 +14,14 @@ reference: an in-place update of a capture is seen by the next call. A
     }
 
 Nodes run in program order; a node recorded under an explicit grad mode is
-wrapped in `torch._C._set_grad_enabled` calls. `while` loops and run-time
-checks cannot be lowered: `GraphLoweringError` names the node and its line
-(`jit_compile=True` then splits the graph at its control flow and lowers
-the straight-line regions between, see backends/regions.py).
+wrapped in `torch._C._set_grad_enabled` calls. Not lowered, with a
+`GraphLoweringError` naming the node and its line: `while` loops, run-time
+checks, nodes that run Python at every call (their `Op` has
+`Effect.RUNS_PYTHON`: staged `optimizer.step()` / `zero_grad()` / scheduler
+steps, `ta.py_function`, `ta.print`) and autograd calls with an effect
+(`runs_autograd` and stateful: `loss.backward()` accumulating into `.grad`).
+`jit_compile=True` then splits the graph at those nodes and lowers the
+straight-line regions between (backends/regions.py).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
-from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
+from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -44,12 +48,15 @@ def to_fx(graph: Graph) -> fx.GraphModule:
     env: dict[int, fx.Node] = {}
     for v in graph.inputs:
         env[id(v)] = fx_graph.placeholder(v.name)
+        if v.kind is ValueKind.TENSOR and isinstance(v.example, torch.Tensor):
+            env[id(v)].meta["example_value"] = v.example
     for v, t in graph.captures:
         if isinstance(t, torch.nn.Parameter):
             root.register_parameter(v.name, t)
         else:
             root.register_buffer(v.name, t)
         env[id(v)] = fx_graph.get_attr(v.name)
+        env[id(v)].meta["example_value"] = t
     lowering = _Lowering(root, fx_graph, env)
     lowering.nodes(graph.nodes)
     fx_graph.output(tuple(lowering.arg(o) for o in graph.outputs))
@@ -72,7 +79,12 @@ class _Lowering:
 
     def nodes(self, nodes: list[Node]) -> None:
         mode = None  # the explicit grad mode in force, None for the caller's
+        autocast, entered = None, []  # the explicit autocast in force, and the fx nodes that entered it
         for node in nodes:
+            if node.autocast != autocast:
+                self.exit_autocast(entered)
+                entered = self.enter_autocast(node.autocast)
+                autocast = node.autocast
             if node.grad_enabled != mode:
                 # A node's explicit mode always differs from the mode the graph was traced under.
                 restore = not mode if mode is not None else None
@@ -82,6 +94,20 @@ class _Lowering:
             self.node(node)
         if mode is not None:
             self.g.call_function(torch._C._set_grad_enabled, (not mode,))
+        self.exit_autocast(entered)
+
+    def enter_autocast(self, state: tuple | None) -> list[fx.Node]:
+        """Autocast regions entered as torch.export records them (`_enter_autocast` / `_exit_autocast`)."""
+        if state is None:
+            return []
+        wanted = dict(state)
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() or "cuda" in wanted else [])
+        return [self.g.call_function(torch.amp.autocast_mode._enter_autocast,
+                                     (device, wanted.get(device), device in wanted, None)) for device in devices]
+
+    def exit_autocast(self, entered: list[fx.Node]) -> None:
+        for ctx in reversed(entered):
+            self.g.call_function(torch.amp.autocast_mode._exit_autocast, (ctx,))
 
     def node(self, node: Node) -> None:
         op = node.op
@@ -94,6 +120,16 @@ class _Lowering:
                 raise lowering_error(node, f"{what} has no torch.fx lowering",
                                      "compute it outside the compiled function, or use jit_compile='auto'")
         else:
+            if op.effects & Effect.RUNS_PYTHON:
+                raise lowering_error(node, "it runs Python at every call (a staged training-step call such as "
+                                     "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
+                                     "jit_compile=True compiles the regions around such calls; to export, move the "
+                                     "call out of the function")
+            if op.runs_autograd and op.stateful:
+                raise lowering_error(node, "it runs autograd and accumulates into `.grad` of tensors it does not "
+                                     "take as arguments, which a compiled graph cannot do",
+                                     "jit_compile=True compiles the regions around it; to export, use "
+                                     "torch.autograd.grad (or ta.GradientTape), whose gradients are outputs")
             args, kwargs = self.arg(node.args), self.arg(node.kwargs)
             name = node.pattern.name if isinstance(node.pattern, Value) else None
             if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
@@ -105,9 +141,15 @@ class _Lowering:
         self.bind(node.pattern, result)
 
     def bind(self, pattern: Any, result: fx.Node) -> None:
-        """Map the Values of a node's unpacking pattern to (getitem of) its fx result."""
+        """Map the Values of a node's unpacking pattern to (getitem of) its fx result.
+
+        A tensor's fx node carries its example (a meta or fake tensor) as `example_value`, as dynamo's graphs do:
+        AOT autograd's on-disk cache takes only graphs whose method calls are on nodes known to be tensors.
+        """
         if isinstance(pattern, Value):
             self.env[id(pattern)] = result
+            if pattern.kind is ValueKind.TENSOR and isinstance(pattern.example, torch.Tensor):
+                result.meta["example_value"] = pattern.example
         elif isinstance(pattern, tuple):
             for i, p in enumerate(pattern):
                 if p is not None:
@@ -156,11 +198,13 @@ def _branch_module(g: Graph, operands: list[Value]) -> fx.GraphModule:
     return fx.GraphModule(root, fx_graph)
 
 
-def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
+def lowering_error(node: Node, why: str, fix: str, to: str = "torch.fx") -> GraphLoweringError:
+    """The error for a node that cannot be lowered `to` (torch.fx, torch.export): the node, the user's line, a fix."""
     loc = node.origin
     where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
-    return GraphLoweringError(f"cannot lower node %{node.name} ({node.op.name}){where} to torch.fx: {why}.{code}\n"
+    what = f"node %{node.name} ({node.op.name})" if node.outputs else f"the call {node.op.name}"
+    return GraphLoweringError(f"cannot lower {what}{where} to {to}: {why}.{code}\n"
                               f"Fix: {fix}.")
 
 

@@ -27,13 +27,27 @@ values)::
       return %x_2
     }
 
-Which nodes join a region (`lowerable`): not a control-flow node; every
-Value it reads or defines is a tensor; not an autograd entry point (a
+Which nodes join a region (`lowerable`), read from the data on each node's
+`Op`, never from names: not a control-flow node; every Value it reads or
+defines is a tensor; not an autograd entry point (`op.runs_autograd`: a
 GradientTape gradient, `torch.autograd.grad`, `backward`), which runs in
 Python on the regions' outputs and differentiates through their AOT autograd
-backward graphs. A run also ends where the explicit grad mode (`with
-torch.no_grad():`) changes: a region is compiled under one grad mode, the one
-its call runs under.
+backward graphs; not a node that runs Python at every call
+(`Effect.RUNS_PYTHON` in `op.effects`: the staged training-step calls
+`optimizer.step()`, `optimizer.zero_grad()`, `scheduler.step()`,
+`model.train()`, and `ta.py_function`, `ta.print`). Such staged calls are
+never folded into a region nor traced by torch.fx: they run as Python between
+the compiled regions, in program order, reading and updating the same
+parameters and `.grad` tensors as in eager PyTorch. A training step
+
+    opt.zero_grad(); loss = loss_fn(model(x), y); loss.backward(); opt.step()
+
+thus runs as `zero_grad` (Python), one compiled region (the forward and the
+loss, an AOT autograd training graph), `backward` (autograd through the
+region's compiled backward, accumulating into `.grad`), `step` (Python). A
+run also ends where the explicit grad mode (`with torch.no_grad():`)
+changes: a region is compiled under one grad mode, the one its call runs
+under.
 
 Which regions are compiled (`MIN_REGION_OPS`): calling an inductor artifact
 directly costs ~7 µs on CPU with three inputs (AOT autograd's runtime
@@ -61,7 +75,8 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, unique_values, walk_nodes
+from ..graph import (Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
+                     walk_nodes)
 
 MIN_REGION_OPS = 5
 MIN_TRAINING_REGION_OPS = 16
@@ -76,14 +91,31 @@ def ops(nodes: list[Node]) -> int:
     return sum(n.op.kind is not OpKind.GETATTR for n in nodes)
 
 
+def structure(region: Graph, grad_enabled: bool | None) -> str:
+    """A key equal for two regions that compute the same thing: the same ops on inputs of the same types
+    and on the same captured tensors, whatever their values are named."""
+    names: dict[int, str] = {id(v): f"in{i}:{v.type_str()}" for i, v in enumerate(region.inputs)}
+    names.update((id(v), f"capture@{id(t):x}") for v, t in region.captures)
+    lines = [f"grad {grad_enabled}"]
+    for i, node in enumerate(region.nodes):
+        for j, v in enumerate(node.outputs):
+            names[id(v)] = f"v{i}.{j}"
+        lines.append(repr((node.op.kind, node.op.target, node.op.effects, node.grad_enabled, node.autocast,
+                           map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, (node.args, node.kwargs)),
+                           map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, node.pattern))))
+    lines.append(repr([names[id(v)] for v in region.outputs]))
+    return "\n".join(lines)
+
+
 def computes_gradients(graph: Graph) -> bool:
     """Whether the graph (or a graph nested in it) runs autograd itself: a training step."""
     return any(node.op.runs_autograd for node in walk_nodes(graph))
 
 
 def lowerable(node: Node) -> bool:
-    """Whether `node` may join a region: a tensor op that is neither control flow nor autograd."""
-    if node.op.kind is OpKind.CONTROL or node.op.runs_autograd:
+    """Whether `node` may join a region: a tensor op that is neither control flow, autograd nor Python."""
+    op = node.op
+    if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON:
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
         all(v.kind is ValueKind.TENSOR for v in node.input_values())

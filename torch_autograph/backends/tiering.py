@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph import Graph, Node
+from ..graph import Graph, Node, autocast_state, under_autocast
 from . import Compiled, CompileOptions, torch_codegen
 from .inductor import _compile_split, _lower, _Runner, side_effect
 
@@ -43,19 +43,26 @@ class Tiered(Compiled):
     requires_grad and values, never the caller's tensors) and starts one daemon thread that:
 
     1. compiles the graph with inductor for the examples' layout and requires_grad pattern; a graph
-       split at control flow (`regions.split`) runs once on the examples instead, compiling the regions
-       they reach (regions reached only by other arguments stay on their Python code);
+       split at control flow or at staged calls (`regions.split`) runs once on the examples instead,
+       compiling the regions they reach (regions reached only by other arguments stay on their Python
+       code);
     2. times the compiled and the default function on the examples (interleaved rounds, medians, under
        the trace's grad mode) and `install`s the compiled entry only when it is faster (one attribute
        store: a concurrent call runs one or the other). A graph with side effects (Variable updates,
-       optimizer steps, prints, random ops) is not run on the examples: it is not timed (the compiled
-       entry is installed), and one with control flow stays on the default backend (`on_fail`).
+       optimizer steps, prints, random ops) is not run on the examples and not timed: the compiled entry
+       is installed. Split, such a graph (a training step: `backward()` and `optimizer.step()` split it)
+       takes its regions' examples from the `threshold`-th call itself, which runs the split code with
+       every region on its Python code (the ops the default runs), each region copying its arguments;
+       the thread compiles the regions from those copies (`_split_and_sample`). A split graph with no
+       region worth compiling keeps the default backend ("kept default").
 
     No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
     default function for arguments of another layout or requires_grad pattern than the compiled one
     (never compiling again on the call path). `status`: "default" (counting) -> "compiling" ->
-    "compiled" | "kept default" (the compiled code timed slower) | "failed".
+    "compiled" | "kept default" (the compiled code timed slower) | "failed". A compiled entry is on trial
+    for its first calls (`_Trial`): timed against the default on the caller's own calls, it can still give
+    way to the default ("compiled" -> "kept default").
     """
 
     _ROUNDS = 7  # timing rounds, each `number` calls of either function (about _BATCH_S s of the default's)
@@ -73,6 +80,7 @@ class Tiered(Compiled):
         self.threshold = threshold
         self.on_fail = on_fail
         self.timings: tuple[float, float] | None = None  # (default, compiled) median s per call, once timed
+        self.trial_timings: tuple[float, float] | None = None  # the same on the caller's first calls after
         self.calls = 0
         self.thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -85,52 +93,107 @@ class Tiered(Compiled):
         def counting(*args: Any) -> Any:
             n = tier.calls = tier.calls + 1
             if n >= threshold:
-                tier.start(args)
+                return tier.start(args)
             return default(*args)
 
         return counting
 
-    def start(self, args: tuple) -> None:
-        """Begin the background compile for arguments like `args` (once; later calls return at once)."""
+    def start(self, args: tuple) -> Any:
+        """Run this call and begin the background compile for arguments like `args` (once)."""
         with self._lock:
             if self.thread is not None:
-                return
+                return self.default(*args)
             self.install(self.default)  # stop counting
             self._status = "compiling"
-            self.thread = threading.Thread(target=self._compile, args=(_examples(args),), daemon=True,
-                                           name=f"ta-jit-{self.graph.name}")
+            split = self._split_and_sample() if side_effect(self.graph) is not None else None
+            if split is None:
+                # The examples and the autocast regions the call runs under (thread-local: entered again there).
+                target, job = self._compile, (_examples(args), autocast_state())
+            else:
+                target, job = self._compile_samples, split
+            self.thread = threading.Thread(target=target, args=job, daemon=True, name=f"ta-jit-{self.graph.name}")
+        if split is None:
+            self.thread.start()
+            return self.default(*args)
+        fn, runners, samples = split
+        try:
+            return fn(*args)  # the regions on their Python code, each copying its arguments once
+        finally:
+            for r in runners:
+                r.sampler = None
             self.thread.start()
 
-    def _compile(self, example: list[Any]) -> None:
+    def _split_and_sample(self) -> tuple[Callable[..., Any], list[_Runner], dict] | None:
+        """For a graph with side effects that fx cannot take whole: the split code, its region runners set to
+        sample their arguments at the next call, and the dict the samples go to; None otherwise.
+
+        Such a graph must not run on a copy of the arguments (an optimizer step would be applied twice): the
+        call that starts the compile runs the split code instead of the default function, and each region
+        copies its arguments (and the autocast around the call) for the background compile.
+        """
+        try:
+            _lower(self.graph)
+            return None
+        except GraphLoweringError:
+            pass
+        fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=self.freeze)
+        samples: dict[int, tuple[_Runner, tuple, tuple | None]] = {}
+
+        def sample(runner: _Runner, args: tuple) -> None:
+            runner.sampler = None
+            samples[id(runner)] = (runner, tuple(_examples(args)), autocast_state())
+
+        for r in runners:
+            r.background = True
+            r.sampler = sample
+        return fn, runners, samples
+
+    def _compile_samples(self, fn: Callable[..., Any], runners: list[_Runner], samples: dict) -> None:
+        """Compile the regions that sampled their arguments; install the split code if any was compiled."""
+        try:
+            try:
+                for runner, example, autocast in list(samples.values()):
+                    with runner.lock, under_autocast(autocast):
+                        runner.compile_for(example)
+            except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
+                self._status = "failed"
+                why = str(e).strip() or type(e).__name__
+                self.on_fail(why.split("\nFix:")[0])
+                return
+            if samples:
+                self.install(_Trial(self, fn))  # confirmed on the caller's thread, on its own arguments
+            self._status = "compiled" if samples else "kept default"
+        finally:
+            self.done.set()
+
+    def _compile(self, example: list[Any], autocast: tuple | None = None) -> None:
         try:
             effect = side_effect(self.graph)
             try:
-                entry = self._compiled(tuple(example), effect)
-                faster = effect is not None or self._faster(entry, tuple(example))
+                with under_autocast(autocast):
+                    entry = self._compiled(tuple(example), effect)
+                    faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
                 return
             if faster:
-                self.install(entry)
+                self.install(_Trial(self, entry))  # confirmed on the caller's thread, on its own arguments
             self._status = "compiled" if faster else "kept default"
         finally:
             self.done.set()
 
-    def _compiled(self, example: tuple, effect: Node | None) -> Callable[..., Any]:
-        """The compiled entry, its code compiled for `example` (which it may run once)."""
+    def _compiled(self, example: tuple, effect: Node | None) -> Callable[..., Any] | None:
+        """The compiled entry, its code compiled for `example` (which it may run once); None: nothing to compile."""
         try:
             gm, slots, values_graph = _lower(self.graph)
-        except GraphLoweringError:  # control flow: compile the regions the examples reach, by running them
-            if effect is not None:
-                loc = effect.origin
-                raise GraphLoweringError(
-                    f"graph {self.graph.name} has control flow, so its regions are compiled by running it once on "
-                    f"a copy of the arguments, which its side effect %{effect.name} ({effect.op.name}"
-                    f"{f' at {loc}' if loc else ''}) rules out; jit_compile=True compiles it at its first call"
-                ) from None
+        except GraphLoweringError:  # control flow or staged calls: compile the regions
             fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=self.freeze)
+            for r in runners:
+                r.background = True
+            if not runners:
+                return None
             for r in runners:
                 r.may_compile = True
             with torch.set_grad_enabled(self.grad):
@@ -140,7 +203,8 @@ class Tiered(Compiled):
             return fn
         runner = _Runner(values_graph, gm, slots, self.return_tuple, self.grad, f"graph {self.graph.name}",
                          default=torch_codegen.compile_graph(values_graph, return_tuple=True), freeze=self.freeze)
-        runner.variants[runner.key(example)] = runner.compile(example)
+        runner.background = True
+        runner.compile_for(example)
         runner.may_compile = False
         return runner.entry()
 
@@ -182,3 +246,44 @@ def _examples(args: tuple) -> list[Any]:
                     .requires_grad_(a.requires_grad)
             out.append(a)
     return out
+
+
+class _Trial:
+    """The first calls after a compiled entry is installed: they alternate the default and the compiled
+    function on the caller's thread and arguments (`CALLS` each, timed), then keep the faster for good.
+
+    The compiling thread's timing competes with the caller for the interpreter and runs on copies of the
+    arguments: it can favour code that is slower where it counts (ResNet-18's inductor code timed faster
+    there and ran 1.5x slower in the caller). The compiled code must also win here, by `MARGIN`, or the
+    default comes back ("kept default").
+    """
+
+    CALLS = 6
+    MARGIN = 0.97
+
+    def __init__(self, tier: Any, compiled: Callable[..., Any]) -> None:
+        self.tier = tier
+        self.fns = (tier.default, compiled)
+        self.times: tuple[list[float], list[float]] = ([], [])
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        which = (self.calls + 1) % 2  # the compiled function first
+        self.calls += 1
+        t0 = time.perf_counter()
+        out = self.fns[which](*args)
+        self.times[which].append(time.perf_counter() - t0)
+        if self.calls == 2 * self.CALLS:
+            self.decide()
+        return out
+
+    def decide(self) -> None:
+        # The first call of each may still compile a variant or warm caches: each side's first timing is dropped.
+        default, compiled = (statistics.median(t[1:]) for t in self.times)
+        tier = self.tier
+        tier.trial_timings = (default, compiled)
+        if compiled < default * self.MARGIN:
+            tier.install(self.fns[1])
+        else:
+            tier.install(self.fns[0])
+            tier._status = "kept default"

@@ -15,7 +15,7 @@ from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
 from ..errors import InvalidArgumentError
-from ..graph import Graph, Value
+from ..graph import Graph, Value, autocast_state
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
 from . import signatures as sig
@@ -24,6 +24,7 @@ from .signatures import Literal, Structure
 from .tracebacks import strip_internal_frames
 
 _trace_ids = itertools.count(1)
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 class ConcreteFunction:
@@ -42,12 +43,13 @@ class ConcreteFunction:
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
-                 checks_autograd: bool = False) -> None:
+                 checks_autograd: bool = False, autocast: tuple | None = None) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
         self.size_check = size_check
         self.checks_autograd = checks_autograd
+        self.autocast = autocast  # the autocast regions in force around the call it was traced for
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
@@ -128,6 +130,11 @@ class ConcreteFunction:
         self._fn = fn  # one attribute store: the call paths read `cf._fn` once per call
 
     def guards_hold(self) -> bool:
+        """Whether the modes of the modules it ran, and the autocast around the call, are those it was traced
+        under."""
+        if self.autocast is not None or _any_autocast():
+            if autocast_state() != self.autocast:
+                return False
         for ref, training in self.guards:
             m = ref()
             if m is None or m.training != training:
@@ -156,6 +163,30 @@ class ConcreteFunction:
                 whose branches update state), naming the node and the user's line.
         """
         return to_fx(self.graph)
+
+    def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
+        """The graph as a `torch.export.ExportedProgram`: `cond` as `torch.cond`, loops as `torch.while_loop`,
+        asserts as `torch._assert_async`, captured tensors as parameters and buffers (updated ones mutated),
+        the signature's None dims as `torch.export.Dim`s.
+
+        The program takes the flat tensor inputs (the tensors of the arguments, in order) and returns a tuple of
+        the tensor outputs (run-time Python numbers as 0-d tensors; Python constants among the outputs are left
+        out). `example_args` are optional: by default zeros of the signature's shapes are traced.
+
+        Raises:
+            GraphLoweringError: what an exported program cannot hold (`ta.py_function`, `ta.print`, autograd
+                inside the graph, a list grown by a `while` loop of unknown length), naming the node and the
+                user's line; or torch.export failing on the code of one line.
+        """
+        from ..exporting.program import export_graph
+
+        example = None
+        if example_args or example_kwargs:
+            example = self.flat_inputs(bind_arguments(self._signature, example_args, example_kwargs, self.name))
+        try:
+            return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
+        except Exception as e:
+            raise strip_internal_frames(e)
 
     # ----- inspection ---------------------------------------------------------------
     @property

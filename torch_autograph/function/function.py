@@ -39,7 +39,12 @@ from ..logs import echo
 from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
-from .arguments import bind_arguments, check_against_spec, iter_type_leaves, resolve_device
+from .arguments import (
+    bind_arguments,
+    check_against_spec,
+    iter_type_leaves,
+    resolve_device,
+)
 from .concrete import ConcreteFunction
 from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
@@ -50,6 +55,7 @@ from .tracebacks import strip_internal_frames
 _Tensor = torch.Tensor
 _LITERALS = frozenset({int, float, bool, str, type(None)})
 _is_grad_enabled = torch.is_grad_enabled
+_any_autocast = torch._C._is_any_autocast_enabled  # the fast paths serve traces made without autocast
 HISTORY_LENGTH = 1000  # trace events kept per Function (the count covers every trace)
 
 
@@ -65,7 +71,7 @@ class Function:
 
     def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
                  reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False,
+                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None,
                  _instance: Any = None) -> None:
         _check_options(jit_compile, cuda_graphs, freeze_captures)
         _check_callable(python_function)
@@ -151,7 +157,8 @@ class Function:
                     a = args[0]
                     cf, grad, dtype, shape, device = mono
                     if (type(a) is _Tensor and a.dtype is dtype and a.shape == shape and a.device == device
-                            and _is_grad_enabled() is grad and (not cf.guards or cf.guards_hold())):
+                            and _is_grad_enabled() is grad and not _any_autocast()
+                            and (not cf.guards or cf.guards_hold())):
                         m = self._monitor
                         m.calls = cf.last_used = m.calls + 1
                         return cf.run(args)
@@ -168,7 +175,7 @@ class Function:
                     entry = cache.fast.get(tuple(key))
                     if entry is not None:
                         cf, positions = entry
-                        if not cf.guards or cf.guards_hold():
+                        if (not cf.guards or cf.guards_hold()) and not _any_autocast():
                             m = self._monitor
                             m.calls = cf.last_used = m.calls + 1
                             return cf.run(args if positions is None else [args[i] for i in positions])
@@ -192,7 +199,7 @@ class Function:
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None or cf.checks_autograd:
+        if key is None or cf.checks_autograd or cf.autocast is not None:
             return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))
@@ -288,19 +295,15 @@ class Function:
             return None
         specs = tuple(input_signature)
         params = list(self._signature.parameters.values())
-        if self._instance_ref is None and _is_method_definition(self._python_function) and params:
-            params = params[1:]  # a decorated method: the signature covers the arguments after `self`
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            raise TypeError(f"{self._name}: input_signature cannot be used with **kwargs in the signature "
-                            f"{self._signature}")
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(specs) > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
-            raise TypeError(f"{self._name}: input_signature has {len(specs)} entries but the function takes "
-                            f"{len(positional)} positional arguments {self._signature}")
-        for p in positional[len(specs):]:
-            if p.default is p.empty:
-                raise TypeError(f"{self._name}: input_signature does not cover argument {p.name!r}, which has "
-                                f"no default")
+        try:
+            _check_specs_cover(specs, params, self._name, self._signature)
+        except TypeError:
+            # A function defined in a class body is a method unless it is static: there the signature covers
+            # the arguments after the instance, whatever that parameter is called (the instance's own Function,
+            # made on attribute access, checks again without it).
+            if self._instance_ref is not None or not _is_method_definition(self._python_function) or not params:
+                raise
+            _check_specs_cover(specs, params[1:], self._name, self._signature)
         for s in nest.flatten(specs):
             if not isinstance(s, TensorSpec):
                 raise TypeError(f"{self._name}: input_signature must hold only ta.TensorSpec, got {s!r}")
@@ -390,12 +393,22 @@ def _all_specs(bound: dict[str, Any]) -> bool:
 
 
 def _is_method_definition(fn: Any) -> bool:
-    """A function defined in a class body (decorated as a method): its first parameter is `self`."""
+    """A plain function defined in a class body (decorated there): a method unless it is a staticmethod."""
     qualname = getattr(fn, "__qualname__", "")
-    if not isinstance(fn, types.FunctionType) or "." not in qualname or "<locals>" in qualname.rsplit(".", 1)[-1]:
-        return False
-    params = list(inspect.signature(fn).parameters)
-    return bool(params) and params[0] in ("self", "cls")
+    return isinstance(fn, types.FunctionType) and "." in qualname and qualname.rsplit(".", 2)[-2] != "<locals>"
+
+
+def _check_specs_cover(specs: tuple, params: list, name: str, signature: inspect.Signature) -> None:
+    """Raise TypeError unless `specs` fit the positional parameters `params` (the rest having defaults)."""
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        raise TypeError(f"{name}: input_signature cannot be used with **kwargs in the signature {signature}")
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(specs) > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise TypeError(f"{name}: input_signature has {len(specs)} entries but the function takes "
+                        f"{len(positional)} positional arguments {signature}")
+    for p in positional[len(specs):]:
+        if p.default is p.empty:
+            raise TypeError(f"{name}: input_signature does not cover argument {p.name!r}, which has no default")
 
 
 def _check_callable(fn: Any) -> None:
@@ -416,8 +429,8 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
     if cuda_graphs and jit_compile == "auto":
         raise ValueError("cuda_graphs=True works with jit_compile=False or True, not 'auto': a tiered function "
                          "swaps its code while it runs, which would throw the captured graphs away")
-    if freeze_captures not in (False, True):
-        raise ValueError(f"freeze_captures must be False or True, got {freeze_captures!r}")
+    if freeze_captures not in (None, False, True):
+        raise ValueError(f"freeze_captures must be None, False or True, got {freeze_captures!r}")
     if freeze_captures and not jit_compile:
         raise ValueError("freeze_captures=True folds captured tensors into inductor's code: it needs "
                          "jit_compile=True or 'auto'")
@@ -426,7 +439,7 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
 # ----------------------------------------------------------------------------------------
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False) -> Any:
+             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None) -> Any:
     """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
 
     Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
@@ -458,7 +471,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         freeze_captures: with jit_compile, a graph traced under no_grad has
             its captured tensors (weights) folded into the compiled code as
             constants, so inductor can pre-pack them for its GEMM kernels
-            (several times faster for small Linear stacks). Each call checks
+            (several times faster for small Linear stacks; mkldnn-packed
+            convolutions). None (the default) freezes under
+            jit_compile="auto", where the frozen code also has to time faster
+            than the default backend to be used, and not under True. Each call checks
             the captures' version counters and data pointers: after an
             in-place update, optimizer step, `load_state_dict` or `p.data = t`
             the code is compiled again by reference. A write through

@@ -106,11 +106,19 @@ class WhileOp:
     `loop_vars` are the values the condition (subgraphs[0], one output) and
     the body (subgraphs[1], one output per loop var) read; node args start
     with their initial values. `maximum_iterations` is None, an int or a Value.
+    `trip_count`: for a `for` loop, the number of elements it iterates over, known
+    before the loop starts (an int or a Value): the loop runs at most that many
+    times (exporting preallocates what the loop appends); None for a `while`.
     """
 
     loop_vars: tuple[Value, ...]
     maximum_iterations: Any = None
     checks_iteration: bool = False  # the last loop var says whether the body ran (variables first assigned in it)
+    trip_count: Any = None
+
+    def bound_values(self) -> list[Value]:
+        """The Values among `maximum_iterations` and `trip_count` (node arguments too, kept alive by them)."""
+        return [v for v in (self.maximum_iterations, self.trip_count) if isinstance(v, Value)]
 
     def __repr__(self) -> str:
         return "while"
@@ -141,6 +149,35 @@ def run_check(condition: Any, message: str) -> None:
     """What a `check` node does when the graph runs."""
     if not bool(condition):
         raise InvalidArgumentError(message)
+
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_state() -> tuple | None:
+    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
+    import torch
+
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple((d, torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES if torch.is_autocast_enabled(d))
+
+
+def under_autocast(state: tuple | None) -> Any:
+    """A context that makes `state` (from `autocast_state()`; None or `()`: none) the autocast in force:
+    it enters the regions of `state` and turns off autocast on the other devices."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    wanted = dict(state or ())
+    for device in AUTOCAST_DEVICES:
+        if device in wanted:
+            stack.enter_context(torch.autocast(device, dtype=wanted[device]))
+        elif torch.is_autocast_enabled(device):
+            stack.enter_context(torch.autocast(device, enabled=False))
+    return stack
 
 
 def control_op(target: Any, name: str, subgraph_nodes: Any = ()) -> Op:

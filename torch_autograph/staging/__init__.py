@@ -12,6 +12,8 @@ from ..autograph.api import register_call_override
 from ..autograph.pyct.origin_info import lookup_origin
 from ..graph import SourceLocation
 from ..tracing.locations import register_origin_mapper
+from ..tracing.trace import BEFORE_TRACE
+from . import library
 from .calls import call_module, stage_training_call
 from .control_flow import TorchStagingBackend, location
 
@@ -33,3 +35,5 @@ def install() -> None:
     register_call_override(call_module)
     register_call_override(stage_training_call)
     register_origin_mapper(_map_origin)
+    library.install()  # now, before user code makes optimizers (LR schedulers keep their `step`)
+    BEFORE_TRACE.append(library.install)

@@ -7,11 +7,15 @@ run once, at trace time, with stale gradients::
     loss.backward()         # recorded by the tracer as a node with effects
     optimizer.step()        # Optimizer.step
     scheduler.step()        # LRScheduler.step
+    model.train()           # Module.train / Module.eval
 
 Each becomes a `ta.py_function` node calling the method on the real object
-when the graph runs. With `autograph=False` nothing is converted: an optimizer
-step attempted while tracing raises instead of silently updating with stale
-gradients.
+when the graph runs (an `Op` with `Effect.RUNS_PYTHON`, which is how passes
+and backends recognise it). A mode change also runs at once, so that the rest
+of the trace sees the new mode; tracing/guards.py keeps the modes the call
+entered with (the trace's guard) and restores them when the trace ends. With
+`autograph=False` nothing is converted: an optimizer step attempted while
+tracing raises instead of silently updating with stale gradients.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ import types
 
 import torch
 
-from ..tracing.context import current
 from ..autograph import convert
+from ..errors import OperatorNotAllowedInGraphError
+from ..tracing.context import current
+from ..tracing.locations import user_location
 from ..tracing.user_ops import label_of, py_function
+from . import library
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
 try:
@@ -47,12 +54,41 @@ def _is_staged_method(f: Any) -> bool:
     return False
 
 
+_MODE_METHODS = (torch.nn.Module.train, torch.nn.Module.eval)
+
+
 def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
     """Call override: `optimizer.step()` & co. from converted code become run-time nodes while tracing."""
-    if current() is None or not _is_staged_method(f):
+    state = current()
+    if state is None:
         return NotImplemented
-    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
+    if getattr(f, "__func__", None) in _MODE_METHODS and isinstance(f.__self__, torch.nn.Module):
+        return _stage_mode_change(state, f, args, kwargs)
+    if not _is_staged_method(f):
+        return NotImplemented
+    if library.is_staged(f):
+        return NotImplemented  # the method stages itself (library.py), from here or from anywhere else
+    owner = getattr(f, "__self__", None)
+    if owner is not None:  # a class defined after the last trace started
+        return library.stage_call(owner, f.__func__, f.__name__, args, kwargs)
+    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))  # `optimizer.step` as an LR scheduler wrapped it
     return py_function(fn, args, Tout=None, name=label_of(f))
+
+
+def _stage_mode_change(state: Any, f: Any, args: tuple, kwargs: dict) -> Any:
+    """`model.train()` / `model.eval()`: set the mode now, for the rest of the trace, and at every call."""
+    if state.parent is not None:
+        loc = user_location()
+        raise OperatorNotAllowedInGraphError(
+            f"{label_of(f)}() inside a tensor-dependent `if` or loop{' at ' + str(loc) if loc else ''}: the "
+            f"train/eval mode of the code after it would depend on a value known only when the graph runs."
+            f"{chr(10) + '    ' + loc.line if loc and loc.line else ''}\nFix: set the mode outside the `if` or "
+            f"loop (e.g. at the start of the function).")
+    state.root.module_modes.will_set(f.__self__)
+    result = f(*args, **kwargs)
+    fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
+    py_function(fn, args, Tout=None, name=label_of(f))
+    return result
 
 
 def call_module(module: Any, args: tuple, kwargs: dict) -> Any:

@@ -1,8 +1,13 @@
 """Graph-compatible optimizers: SGD, Adam, AdamW, RMSprop, Adagrad (`ta.optimizers`).
 
 Keras-style API (`apply_gradients`, `minimize`, `learning_rate`,
-`iterations`) with `torch.optim`'s update rules and defaults, so 50 steps of
-`ta.optimizers.Adam` match `torch.optim.Adam` step for step. They update
+`iterations`) with `torch.optim`'s update rules and defaults. SGD, Adam and
+AdamW run the ops of torch.optim's default CPU implementation with its scalar
+precision (step sizes and bias corrections in float64, as torch computes them
+in Python floats), so float32 parameters follow `torch.optim` bitwise, step
+for step. The step count is the optimizer's (`iterations`, shared by its
+variables), where torch counts per parameter: the two differ only for a
+variable whose first update comes after the others'. They update
 `ta.Variable`s and `nn.Parameter`s in place under `no_grad`, eagerly or inside
 a `ta.function`, where the in-place ops are stateful graph nodes run at every
 call. Slot state (momentum, moments) is created on the first update of each
@@ -133,15 +138,17 @@ class Optimizer:
         slots = [self._slots_for(p) for _, p in pairs]
         with torch.no_grad():
             lr = self._current_lr(self.iterations._read())
+            if isinstance(lr, (int, float)):  # a schedule returning a Python number
+                lr = torch.tensor(float(lr), dtype=torch.float64)
             self.iterations.assign_add(1)
             step = self.iterations._read()
             params, grads = [p for _, p in pairs], [g for g, _ in pairs]
             slot_tensors = [{k: v._read() for k, v in s.items()} for s in slots]
             if len({(p.dtype, p.device) for p in params}) == 1:
-                self._update_all(params, grads, slot_tensors, lr, step.to(params[0].dtype))
+                self._update_all(params, grads, slot_tensors, lr, step)
             else:
                 for p, g, s in zip(params, grads, slot_tensors):
-                    self._update(p, g, s, lr, step.to(p.dtype))
+                    self._update(p, g, s, lr, step)
         return self.iterations
 
     def _update_all(self, params: list, grads: list, slots: list[dict], lr: Any, step: Any) -> None:
@@ -179,84 +186,118 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """`torch.optim.SGD`'s rule (dampening 0): momentum buffer, optional Nesterov and L2 weight decay."""
+    """`torch.optim.SGD`: momentum (with dampening), Nesterov, L2 weight decay, maximize.
+
+    The arithmetic is torch's, op for op (`add(p, alpha=wd)`, `mul_(momentum).add_(g, alpha=1 - dampening)`,
+    `p += -lr * g` fused as torch's `add_(alpha=-lr)` is), so float32 updates are bitwise equal to
+    `torch.optim.SGD`'s default implementation on CPU. As in torch, the momentum buffer starts as the first
+    gradient (with `dampening` the first step therefore differs from later ones); "first" is this optimizer's
+    first step (`iterations`, shared by all its variables).
+    """
 
     def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.0, nesterov: bool = False,
-                 weight_decay: float = 0.0, name: str = "SGD") -> None:
-        if nesterov and momentum <= 0:
-            raise ValueError("SGD: Nesterov momentum requires a momentum > 0")
+                 weight_decay: float = 0.0, dampening: float = 0.0, maximize: bool = False,
+                 name: str = "SGD") -> None:
+        if isinstance(learning_rate, (int, float)) and learning_rate < 0:
+            raise ValueError(f"SGD: invalid learning rate {learning_rate} (must be >= 0)")
+        if momentum < 0 or weight_decay < 0:
+            raise ValueError(f"SGD: invalid {'momentum' if momentum < 0 else 'weight_decay'} "
+                             f"{momentum if momentum < 0 else weight_decay} (must be >= 0)")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("SGD: Nesterov momentum requires a momentum > 0 and zero dampening")
         self.momentum, self.nesterov, self.weight_decay = momentum, nesterov, weight_decay
+        self.dampening, self.maximize = dampening, maximize
         self._slot_names = ("momentum",) if momentum else ()
         super().__init__(learning_rate, name)
 
     def _update(self, p, g, slots, lr, step):
+        if self.maximize:
+            g = -g
         if self.weight_decay:
-            g = g + self.weight_decay * p
+            g = g.add(p, alpha=self.weight_decay)
         if self.momentum:
             buf = slots["momentum"]
-            buf.mul_(self.momentum).add_(g)
-            g = g + self.momentum * buf if self.nesterov else buf
-        p.sub_(lr * g)
+            if self.dampening:
+                # torch's buffer is the first gradient as is; from then on `buf * m + (1 - dampening) * g`.
+                later = buf.mul(self.momentum).add_(g, alpha=1 - self.dampening)
+                buf.copy_(torch.where(step == 1, g, later))
+            else:  # the buffer starts at zero: 0 * m + g is the first gradient exactly
+                buf.mul_(self.momentum).add_(g)
+            g = g.add(buf, alpha=self.momentum) if self.nesterov else buf
+        # torch: p.add_(g, alpha=-lr), one fused multiply-add; addcmul with a 0-dim lr is the same kernel math.
+        p.addcmul_(g, -lr)
 
 
 class Adam(Optimizer):
-    """`torch.optim.Adam`'s rule (L2 weight decay added to the gradient; optional AMSGrad)."""
+    """`torch.optim.Adam`: L2 weight decay added to the gradient; optional AMSGrad and maximize.
+
+    The update is torch's default (for-loop) implementation, op for op: the bias corrections and step size
+    are computed in float64 from the step count, as torch computes them in Python floats, and every
+    tensor op receives them where torch passes Python scalars. Float32 parameters therefore follow
+    `torch.optim.Adam` bitwise on CPU (tests/state/test_optimizers.py checks 25 steps).
+    """
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
-                 epsilon: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, name: str = "Adam") -> None:
+                 epsilon: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False,
+                 name: str = "Adam") -> None:
+        if not (0.0 <= beta_1 < 1.0 and 0.0 <= beta_2 < 1.0):
+            raise ValueError(f"{name}: betas must be in [0, 1); got beta_1={beta_1}, beta_2={beta_2}")
+        if epsilon < 0 or weight_decay < 0:
+            raise ValueError(f"{name}: epsilon and weight_decay must be >= 0; got {epsilon}, {weight_decay}")
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
-        self.weight_decay, self.amsgrad = weight_decay, amsgrad
+        self.weight_decay, self.amsgrad, self.maximize = weight_decay, amsgrad, maximize
         self._slot_names = ("m", "v", "vhat") if amsgrad else ("m", "v")
         super().__init__(learning_rate, name)
 
-    def _decay(self, p, g, lr):
-        return g + self.weight_decay * p if self.weight_decay else g
+    def _decay(self, params: list, grads: list, lr: Any) -> list:
+        """The gradients after weight decay (L2: `g + wd * p`, as torch's `g.add(p, alpha=wd)`)."""
+        return torch._foreach_add(grads, params, alpha=self.weight_decay) if self.weight_decay else grads
+
+    def _scalars(self, lr: Any, step: Any) -> tuple[Any, Any]:
+        """(-step size, sqrt of the second bias correction) as float64 0-dim tensors, computed as torch does
+        in Python floats: `beta ** step` and `x ** 0.5` are libm's pow (a 0-dim float64 pow is; `sqrt` and
+        `pow(x, 0.5)` with a Python exponent differ from it in the last bit for some steps)."""
+        step = step.to(torch.float64)
+        bias1 = 1 - self.beta_1 ** step
+        bias2_sqrt = torch.pow(1 - self.beta_2 ** step, torch.tensor(0.5, dtype=torch.float64))
+        return -(lr / bias1), bias2_sqrt
 
     def _update(self, p, g, slots, lr, step):
-        g = self._decay(p, g, lr)
-        m, v = slots["m"], slots["v"]
-        m.lerp_(g, 1 - self.beta_1)
-        v.mul_(self.beta_2).addcmul_(g, g, value=1 - self.beta_2)
-        bias1 = 1 - self.beta_1 ** step
-        bias2_sqrt = (1 - self.beta_2 ** step).sqrt()
-        if self.amsgrad:
-            vhat = slots["vhat"]
-            torch.maximum(vhat, v, out=vhat)
-            v = vhat
-        denom = v.sqrt() / bias2_sqrt + self.epsilon
-        p.sub_((lr / bias1) * m / denom)
-
+        self._update_all([p], [g], [slots], lr, step)
 
     def _update_all(self, params, grads, slots, lr, step):
-        if self.amsgrad:
-            return super()._update_all(params, grads, slots, lr, step)
-        # The same arithmetic as `_update`, a few multi-tensor ops instead of ~15 ops per variable.
-        grads = [self._decay(p, g, lr) for p, g in zip(params, grads)]
+        # torch's per-parameter ops as multi-tensor ops: on CPU each runs the same kernel per tensor.
+        if self.maximize:
+            grads = torch._foreach_neg(grads)
+        grads = self._decay(params, grads, lr)
         ms, vs = [s["m"] for s in slots], [s["v"] for s in slots]
         torch._foreach_lerp_(ms, grads, 1 - self.beta_1)
         torch._foreach_mul_(vs, self.beta_2)
         torch._foreach_addcmul_(vs, grads, grads, value=1 - self.beta_2)
-        bias1 = 1 - self.beta_1 ** step
-        bias2_sqrt = (1 - self.beta_2 ** step).sqrt()
+        neg_step_size, bias2_sqrt = self._scalars(lr, step)
+        if self.amsgrad:
+            vhats = [s["vhat"] for s in slots]
+            torch._foreach_maximum_(vhats, vs)
+            vs = vhats
         denom = torch._foreach_sqrt(vs)
         torch._foreach_div_(denom, bias2_sqrt)
         torch._foreach_add_(denom, self.epsilon)
-        updates = torch._foreach_div(ms, denom)
-        torch._foreach_mul_(updates, lr / bias1)
-        torch._foreach_sub_(params, updates)
+        # torch: p.addcdiv_(m, denom, value=-step_size), i.e. p + (-step_size * m) / denom
+        torch._foreach_addcdiv_(params, torch._foreach_mul(ms, neg_step_size), denom)
 
 
 class AdamW(Adam):
     """`torch.optim.AdamW`: Adam with decoupled weight decay (`p *= 1 - lr * weight_decay` first)."""
 
     def __init__(self, learning_rate: Any = 0.001, weight_decay: float = 0.01, beta_1: float = 0.9,
-                 beta_2: float = 0.999, epsilon: float = 1e-8, amsgrad: bool = False, name: str = "AdamW") -> None:
-        super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay, amsgrad, name)
+                 beta_2: float = 0.999, epsilon: float = 1e-8, amsgrad: bool = False, maximize: bool = False,
+                 name: str = "AdamW") -> None:
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, weight_decay, amsgrad, maximize, name)
 
-    def _decay(self, p, g, lr):
+    def _decay(self, params, grads, lr):
         if self.weight_decay:
-            p.mul_(1 - lr * self.weight_decay)
-        return g
+            torch._foreach_mul_(params, 1 - lr * self.weight_decay)
+        return grads
 
 
 class RMSprop(Optimizer):

@@ -77,7 +77,7 @@ AUTOGRAD_META: dict[Callable, Callable[[tuple, dict], Any]] = {
     torch.autograd.backward: lambda args, kwargs: None,
     torch.autograd.grad: _autograd_grad_meta,
 }
-_BACKWARD_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward})
+BACKWARD_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward})
 
 
 def _effects(name: str, func: Callable) -> Effect:
@@ -87,7 +87,7 @@ def _effects(name: str, func: Callable) -> Effect:
         effects |= Effect.RANDOM
     if name.endswith("_") and not name.endswith("__"):
         effects |= Effect.WRITES_FIRST_ARG
-    if func in _BACKWARD_CALLS:
+    if func in BACKWARD_CALLS:
         effects |= Effect.UNKNOWN
     return effects
 

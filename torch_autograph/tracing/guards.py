@@ -1,8 +1,14 @@
 """What a trace depends on besides its arguments, and what must not happen while tracing.
 
 - Module modes: a global forward pre-hook, installed only while some thread
-  traces, records which modules ran; their `train()`/`eval()` flags guard the
-  trace (checked at every call).
+  traces, records which modules ran; their `train()`/`eval()` flags at the
+  entry of the call guard the trace (checked at every call). A function that
+  sets a mode itself (`model.train()` in converted code, staged by
+  staging/calls.py) changes it while tracing, so the rest of the trace sees
+  it, and records the call to run at every call of the graph; the trace is
+  guarded by the flags the modules had before the change (one trace per
+  distinct entry state, however often two functions switch the mode back and
+  forth), and the flags are restored when the trace ends.
 - Optimizer steps: a global step pre-hook refuses an optimizer step taken at
   trace time, which would update parameters once, with stale gradients.
 """
@@ -25,6 +31,7 @@ def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
     state = current()
     if state is not None:
         state.root.modules[id(module)] = module
+        state.root.module_modes.ran(module)
 
 
 def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -80,7 +87,43 @@ _MODE_FREE_MODULES = frozenset(getattr(torch.nn, n) for n in (
 ) if hasattr(torch.nn, n))
 
 
+class ModuleModes:
+    """The train/eval flags one trace depends on, as they were when the call entered.
+
+    Attributes:
+        entry: id -> (module, its flag before the trace changed it), for every module that ran and
+            every module whose mode a staged `train()`/`eval()` set.
+        targets: ids of the modules whose `train()`/`eval()` the function called (guarded whatever
+            their type: the function may have read their flag).
+        changed: id -> module, the modules whose flag the trace set (restored when it ends).
+    """
+
+    def __init__(self) -> None:
+        self.entry: dict[int, tuple[torch.nn.Module, bool]] = {}
+        self.targets: set[int] = set()
+        self.changed: dict[int, torch.nn.Module] = {}
+
+    def ran(self, module: torch.nn.Module) -> None:
+        self.entry.setdefault(id(module), (module, module.training))
+
+    def will_set(self, module: torch.nn.Module) -> None:
+        """`module.train()` / `.eval()` is about to run while tracing: keep the flags it changes."""
+        self.targets.add(id(module))
+        for m in module.modules():
+            self.entry.setdefault(id(m), (m, m.training))
+            self.changed[id(m)] = m
+
+    def guards(self) -> tuple[tuple[weakref.ref, bool], ...]:
+        """(module, entry flag) for the modules whose mode may change what the trace computes."""
+        return tuple((weakref.ref(m), flag) for key, (m, flag) in self.entry.items()
+                     if key in self.targets or type(m) not in _MODE_FREE_MODULES)
+
+    def restore(self) -> None:
+        """Put back the flags the trace changed: the graph sets them at every call, tracing leaves none."""
+        for key, m in self.changed.items():
+            m.training = self.entry[key][1]
+
+
 def module_guards(state: Any) -> tuple[tuple[weakref.ref, bool], ...]:
-    """(module, training flag) for every module that ran during the trace and may read its mode."""
-    return tuple((weakref.ref(m), m.training) for m in state.modules.values()
-                 if type(m) not in _MODE_FREE_MODULES)
+    """(module, training flag at the call's entry) for every module whose mode the trace depends on."""
+    return state.module_modes.guards()

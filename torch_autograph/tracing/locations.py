@@ -58,15 +58,32 @@ def is_library_file(filename: str) -> bool:
     return filename.startswith(PACKAGE_DIR) or filename.startswith(TORCH_DIR) or filename.startswith("<")
 
 
+_FILE_KINDS: dict[str, int] = {}  # filename -> _USER, _LIBRARY or _GENERATED
+_USER, _LIBRARY, _GENERATED = 0, 1, 2
+
+
+def _file_kind(filename: str) -> int:
+    kind = _FILE_KINDS.get(filename)
+    if kind is None:
+        kind = _GENERATED if filename.startswith("<") else _LIBRARY if is_library_file(filename) else _USER
+        if len(_FILE_KINDS) > 10_000:
+            _FILE_KINDS.clear()
+        _FILE_KINDS[filename] = kind
+    return kind
+
+
 def user_location() -> SourceLocation | None:
     """The innermost frame of user code: outside torch_autograph and torch (generated code mapped back)."""
     f = sys._getframe(1)
     while f is not None:
         filename = f.f_code.co_filename
-        loc = origin_mappers.map(filename, f.f_lineno)
-        if loc is not None:
-            return loc
-        if not is_library_file(filename):
-            return SourceLocation(filename, f.f_lineno, f.f_code.co_name, linecache.getline(filename, f.f_lineno).strip())
+        kind = _file_kind(filename)
+        if kind == _GENERATED or kind == _USER:
+            loc = origin_mappers.map(filename, f.f_lineno)
+            if loc is not None:
+                return loc
+            if kind == _USER:
+                return SourceLocation(filename, f.f_lineno, f.f_code.co_name,
+                                      linecache.getline(filename, f.f_lineno).strip())
         f = f.f_back
     return None

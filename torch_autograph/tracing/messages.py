@@ -5,9 +5,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import torch
 
-from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, TraceTimeValueWarning
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
 from .locations import user_location
 
 
@@ -16,7 +15,14 @@ class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
 
 
 def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
-    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line."""
+    """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line.
+
+    After its trace ended (a graph tensor kept in an attribute or a global, used after the call) the
+    error is `InaccessibleTensorError`: nothing is being traced, the tensor escaped.
+    """
+    trace = getattr(g, "_trace", None)
+    if trace is not None and trace.root.closed:
+        return leaked_tensor_error(g)
     loc = user_location()
     where = f" at {loc}" if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
@@ -32,24 +38,9 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
     owner = g._trace.graph.name if g._trace is not None else "?"
     return InaccessibleTensorError(
         f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
-        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic. "
-        f"Return it from the function instead.")
-
-
-def warn_grad_read(state: Any, t: torch.Tensor) -> None:
-    """Reading `.grad` while tracing gives its trace-time value: say so once per trace and line."""
-    loc = user_location()
-    key = ("grad", str(loc))
-    if key in state.root.warned:
-        return
-    state.root.warned.add(key)
-    warn_at_user_line(TraceTimeValueWarning(
-        f"`.grad` of a {'parameter' if isinstance(t, torch.nn.Parameter) else 'tensor'} with shape "
-        f"{tuple(t.shape)} was read while tracing{' at ' + str(loc) if loc else ''}: the graph uses the value it "
-        f"had then ({'None' if t.grad is None else 'a tensor from before this call'}), not the gradient "
-        f"computed when the graph runs. Code that reads gradients after `loss.backward()` in a traced step "
-        f"(e.g. torch.nn.utils.clip_grad_norm_) must run at run time: wrap it in ta.py_function, or use "
-        f"ta.GradientTape, whose gradients are graph values."), loc)
+        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic: such Python "
+        f"side effects run once, while tracing, so it holds no value of any call (in eager PyTorch it would "
+        f"hold the last call's). Return it from the function instead (`loss = step(x)`, then `loss.item()`).")
 
 
 def warn_at_user_line(warning: Warning, loc: Any = None) -> None:
@@ -66,3 +57,5 @@ def _module_name(filename: str) -> str:
     """The module name `warnings` derives from a filename (the basename without `.py`)."""
     name = filename.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".py") else name
+
+

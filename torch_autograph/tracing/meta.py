@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Value, ValueKind, iter_values, map_nest
+from ..graph import Value, ValueKind, autocast_state, iter_values, map_nest
 from .symbols import SYMBOLIC, ScalarMeta, SymbolTable, constant_of
 
 # ----- what an output is --------------------------------------------------------------------------
@@ -103,6 +103,9 @@ class MetaEngine:
         self.symbols = symbols
         self.default_device = default_device
         self._fakes: dict[int, tuple[Value, torch.Tensor]] = {}  # id(Value) -> (Value, its fake)
+        # Symbolic metadata already inferred in this trace, keyed with the symbols' expressions: a chain of ops
+        # on `[s0, 16]` runs each kind of op through FakeTensorMode once.
+        self._sym_memo: dict[Any, Any] = {}
 
     def infer(self, func: Callable, args: tuple, kwargs: dict) -> Any:
         """The output structure of `func(*args, **kwargs)`: TensorMeta / ScalarMeta leaves, Python values.
@@ -116,6 +119,19 @@ class MetaEngine:
         """
         if func in _DATA_FACTORIES:
             return self._infer_data_factory(func, args, kwargs)
+        if _any_autocast():
+            # Meta tensors have no autocast dispatch; fake tensors of the real device do (bfloat16 matmuls).
+            values = list(iter_values((args, kwargs)))
+            if any(v.kind is ValueKind.LIST for v in values):
+                return self._infer_list_op(func, args, kwargs)
+            device = _output_device(func, args, kwargs, values, self.default_device)
+            return self._infer_symbolic(func, args, kwargs, device)
+        try:  # the common case first: static shapes seen before (one walk over the arguments)
+            hit = memo.get((func, _key_of(args), _key_of(kwargs), self.default_device, torch.is_grad_enabled()))
+        except (_NotStatic, TypeError):
+            hit = None
+        if hit is not None:
+            return _fresh(hit)
         values = list(iter_values((args, kwargs)))
         if any(v.kind is ValueKind.LIST for v in values):
             return self._infer_list_op(func, args, kwargs)
@@ -123,7 +139,7 @@ class MetaEngine:
             v.kind is not ValueKind.TENSOR or not _is_meta(v.example) for v in values)
         device = _output_device(func, args, kwargs, values, self.default_device)
         if not symbolic:
-            key = _memo_key(func, args, kwargs, device)
+            key = _memo_key(func, args, kwargs, self.default_device)
             if key is not None:
                 hit = memo.get(key)
                 if hit is not None:
@@ -138,15 +154,33 @@ class MetaEngine:
                 if key is not None:
                     memo.put(key, result)
                 return result
-        return self._infer_fake(func, args, kwargs, device)
+        return self._infer_symbolic(func, args, kwargs, device)
+
+    def _infer_symbolic(self, func: Callable, args: tuple, kwargs: dict, device: Any) -> Any:
+        """Metadata from fake tensors, memoised within the trace."""
+        key = _symbolic_key(func, args, kwargs, device)
+        if key is not None:
+            hit = self._sym_memo.get(key)
+            if hit is not None:
+                return hit
+        env = self.symbols.env
+        before = (env.num_deferred_runtime_asserts, len(env.guards), len(env.replacements))
+        result = self._infer_fake(func, args, kwargs, device)
+        if key is not None and before == (env.num_deferred_runtime_asserts, len(env.guards),
+                                          len(env.replacements)) and _symbols_of(result) <= key[-1]:
+            # Nothing assumed and no new symbol made: the same call gives the same metadata anywhere in the trace.
+            self._sym_memo[key] = result
+        return result
 
     def example(self, shape: tuple, dtype: torch.dtype, device: torch.device | None,
-                requires_grad: bool = False) -> torch.Tensor:
+                requires_grad: bool = False, hints: tuple | None = None) -> torch.Tensor:
         """An example tensor of `shape`: a meta tensor if every dim is an int, else a fake tensor whose dims are
-        the given SymInts, and a fresh size symbol for each None."""
+        the given SymInts, and a fresh size symbol for each None (hinted by `hints[d]` where that is an int:
+        see `Symbols.input_symbol`)."""
         if all(type(d) is int for d in shape):
             return meta_example(tuple(shape), dtype, requires_grad=requires_grad)
-        sizes = [self.symbols.fresh_size() if d is None else d for d in shape]
+        sizes = [d if d is not None else self.symbols.fresh_size() if hints is None or hints[i] is None
+                 else self.symbols.hinted_size(hints[i]) for i, d in enumerate(shape)]
         with self.symbols.mode, torch._C.DisableTorchFunction():
             t = torch.empty(sizes, dtype=dtype, device=device if device is not None else "cpu")
             if requires_grad and (dtype.is_floating_point or dtype.is_complex):
@@ -227,6 +261,9 @@ class MetaEngine:
             return x
 
         a, k = map_nest(leaf, args), map_nest(leaf, kwargs)
+        if a:
+            with self.symbols.mode:
+                a = _in_place_safe(func, a)
         try:
             with self.symbols.mode, torch._C.DisableTorchFunction():
                 try:
@@ -259,6 +296,7 @@ def _on_cpu_instead(func: Callable, args: tuple, kwargs: dict, device: torch.dev
     return map_nest(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, out)
 
 
+_any_autocast = torch._C._is_any_autocast_enabled
 _GETITEM = (operator.getitem, torch.Tensor.__getitem__)
 _SETITEM = (operator.setitem, torch.Tensor.__setitem__)
 
@@ -285,9 +323,22 @@ def _call(func: Callable, args: tuple, kwargs: dict, fake: bool) -> Any:
     return func(*args, **kwargs)
 
 
+def _in_place_safe(func: Callable, args: tuple) -> tuple:
+    """Examples are leaves; a graph value written in place (`out += h` after a module that requires grad) is
+    not: give an in-place op a non-leaf copy of its first argument, as the value is when the graph runs."""
+    name = getattr(func, "__name__", "")
+    if args and name.endswith("_") and not name.endswith("__") or name.startswith("__i"):
+        first = args[0]
+        if isinstance(first, torch.Tensor) and first.requires_grad and first.is_leaf:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                return (first.clone(), *args[1:])
+    return args
+
+
 def _run_on_meta(func: Callable, args: tuple, kwargs: dict) -> Any:
     a = map_nest(lambda x: x.example if isinstance(x, Value) else x, args)
     k = map_nest(lambda x: x.example if isinstance(x, Value) else x, kwargs)
+    a = _in_place_safe(func, a)
     a, k = _strip_device(func, a, k)
     with torch._C.DisableTorchFunction():
         if func in (torch.Tensor.cuda, torch.Tensor.cpu):
@@ -393,19 +444,28 @@ class _Memo:
 memo = _Memo()
 
 
-def _memo_key(func: Callable, args: tuple, kwargs: dict, device: Any) -> Any:
+class _NotStatic(Exception):
+    """An argument with symbolic sizes, a run-time number or a graph list: not for the static memo."""
+
+
+def _memo_key(func: Callable, args: tuple, kwargs: dict, default_device: Any) -> Any:
+    """The static memo's key: the arguments' metadata, and the default device (where factories allocate)."""
     try:
-        key = (func, _key_of(args), _key_of(kwargs), device, torch.is_grad_enabled())
+        key = (func, _key_of(args), _key_of(kwargs), default_device, torch.is_grad_enabled())
         hash(key)
         return key
-    except TypeError:
+    except (TypeError, _NotStatic):
         return None
 
 
 def _key_of(obj: Any) -> Any:
     if isinstance(obj, Value):
         ex = obj.example
+        if obj.kind is not ValueKind.TENSOR or not _is_meta(ex):
+            raise _NotStatic
         return (obj.kind, ex.dtype, tuple(ex.shape), tuple(ex.stride()), obj.device, ex.requires_grad)
+    if isinstance(obj, SYMBOLIC):
+        raise _NotStatic
     if isinstance(obj, (list, tuple)):
         return (type(obj), tuple(_key_of(x) for x in obj))
     if isinstance(obj, dict):
@@ -417,6 +477,74 @@ def _key_of(obj: Any) -> Any:
     if isinstance(obj, torch.Tensor):
         raise TypeError("a real tensor argument: not keyed")
     return (type(obj), obj)
+
+
+def _symbolic_key(func: Callable, args: tuple, kwargs: dict, device: Any) -> Any:
+    """A memo key for a call on values with symbolic sizes (None when it may write or is not keyable); its
+    last item is the set of symbols in the arguments."""
+    name = getattr(func, "__name__", "")
+    if name.endswith("_") and not name.endswith("__") or "out" in kwargs or func in _SETITEM:
+        return None
+    symbols: set = set()
+    try:
+        key = (func, _sym_key_of(args, symbols), _sym_key_of(kwargs, symbols), device, torch.is_grad_enabled(),
+               autocast_state())
+        hash(key)
+    except TypeError:
+        return None
+    return key + (frozenset(symbols),)
+
+
+def _sym_key_of(obj: Any, symbols: set) -> Any:
+    if isinstance(obj, Value):
+        ex = obj.example
+        if obj.kind is ValueKind.SCALAR:
+            return (obj.kind, obj.dtype, _dim_key(ex, symbols) if isinstance(ex, SYMBOLIC) else id(obj))
+        if not isinstance(ex, torch.Tensor):
+            raise TypeError("no example")
+        return (obj.kind, ex.dtype, tuple(_dim_key(d, symbols) for d in ex.shape),
+                tuple(_dim_key(d, symbols) for d in ex.stride()), obj.device, ex.requires_grad)
+    if isinstance(obj, SYMBOLIC):
+        return (type(obj), _dim_key(obj, symbols))
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_sym_key_of(x, symbols) for x in obj))
+    if isinstance(obj, dict):
+        return (dict, tuple((k, _sym_key_of(v, symbols)) for k, v in obj.items()))
+    if isinstance(obj, slice):
+        return (slice, _sym_key_of(obj.start, symbols), _sym_key_of(obj.stop, symbols), _sym_key_of(obj.step, symbols))
+    if isinstance(obj, float) and obj != obj:
+        return (float, "nan")
+    if isinstance(obj, torch.Tensor):
+        raise TypeError("a real tensor argument: not keyed")
+    return (type(obj), obj)
+
+
+def _dim_key(d: Any, symbols: set) -> Any:
+    if isinstance(d, SYMBOLIC):
+        expr = d.node.expr
+        symbols.update(expr.free_symbols)
+        return ("sym", expr)
+    return d
+
+
+def _symbols_of(result: Any) -> set:
+    """The size symbols in inferred metadata (its tensors' sizes and strides, its numbers)."""
+    found: set = set()
+
+    def visit(m: Any) -> None:
+        if isinstance(m, TensorMeta):
+            for d in (*m.example.shape, *m.example.stride()):
+                if isinstance(d, SYMBOLIC):
+                    found.update(d.node.expr.free_symbols)
+        elif isinstance(m, ScalarMeta):
+            if isinstance(m.example, SYMBOLIC):
+                found.update(m.example.node.expr.free_symbols)
+        elif isinstance(m, (tuple, list)):
+            for x in m:
+                visit(x)
+
+    visit(result)
+    return found
 
 
 # ----- devices ---------------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
+from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from .context import Traced, activate, current
 from . import lazy_dynamo
-from .guards import trace_hooks
+from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
 from .locations import user_location
 from .messages import leaked_tensor_error
@@ -36,6 +36,12 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
                                          "max", "min", "int", "float", "bool", "round", "pow"}
 
 
+# Called before each root trace (the staging layer wraps the training-step methods of classes defined since).
+BEFORE_TRACE: list[Callable[[], None]] = []
+
+_CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
+
+
 class TraceState:
     """Everything one trace accumulates; the current one lives in a ContextVar."""
 
@@ -44,22 +50,26 @@ class TraceState:
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
+        self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
         # Read once per trace: torch.get_default_device() costs microseconds per call.
         self.default_device = torch.get_default_device() if parent is None else parent.default_device
         self.symbols: SymbolTable = SymbolTable() if parent is None else parent.symbols
         self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
         self.closed = False
         self._names: set[str] = set() if parent is None else self.root._names
+        self._name_counters: dict[str, int] = {}  # base -> the next suffix to try (on the root)
         self._captures: dict[int, GraphTensor] = {}
         self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
         self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
         self.modules: dict[int, torch.nn.Module] = {}
+        self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
+        self.grads: Any = None  # the root's grads.GradTracker, once traced code touches `.grad`
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
@@ -67,14 +77,23 @@ class TraceState:
 
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
-        if base[0].isdigit():
-            base = "v" + base
-        name, i = base, 1
-        while name in self._names or name in _RESERVED:
-            name = f"{base}_{i}"
-            i += 1
-        self._names.add(name)
+        clean = _CLEAN_NAMES.get(base)
+        if clean is None:
+            clean = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
+            if clean[0].isdigit():
+                clean = "v" + clean
+            if len(_CLEAN_NAMES) < 10_000:
+                _CLEAN_NAMES[base] = clean
+        names, counters = self._names, self.root._name_counters
+        name, i = clean, counters.get(clean, 1)
+        if name in names or name in _RESERVED:
+            while True:  # resumes where the last name of this base stopped: no rescan of taken suffixes
+                name = f"{clean}_{i}"
+                i += 1
+                if name not in names:
+                    break
+            counters[clean] = i
+        names.add(name)
         return name
 
     # ----- values ---------------------------------------------------------------------
@@ -277,12 +296,15 @@ class TraceState:
 def tracing(graph: Graph) -> Iterator[TraceState]:
     """Make `graph` the current trace of this thread; record torch calls into it."""
     lazy_dynamo.defer()  # meta kernels would import torch._dynamo (about 1 s) for nothing
+    for prepare in BEFORE_TRACE:
+        prepare()
     state = TraceState(graph)
     try:
         with trace_hooks.installed(), activate(state), TracingMode():
             yield state
     finally:
         state.closed = True
+        state.module_modes.restore()
 
 
 @contextmanager
