@@ -38,8 +38,9 @@ def _unset_in(branch: Branch, like: Value) -> Any:
     """A stand-in of `like`'s type for a value that will never be read."""
     if like.kind is ValueKind.SCALAR:
         return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
-    # A size known only when the graph runs may come from the other branch, which this one cannot read: 0.
-    shape = tuple(d if type(d) is int else 0 for d in like.shape)
+    # A size made from the inputs' sizes is readable everywhere; another size known only when the graph runs
+    # may come from the other branch, which this one cannot read: 0.
+    shape = tuple(0 if lists.input_size(d) is None else d for d in like.shape)
     return branch.record(lambda: branch.state.to_value(torch.zeros(shape, dtype=like.dtype, device=like.device)))
 
 
