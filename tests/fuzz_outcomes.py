@@ -6,10 +6,11 @@ Every outcome falls in one category. Four must stay at zero: a `mismatch`
 ours), a `gradient failure` (backward fails where eager's works) and a
 `refusal` (a clear error, naming the program's line, for a program
 TensorFlow accepts). A `design rule: ...` is a refusal TensorFlow makes too
-(listed in DESIGN_RULES); `aliasing` is the documented difference of a
-Python number promoted to a tensor by a tensor `if` and then updated in place
-by `+=` (README, "Semantics worth knowing"); `eager raises` means eager
-PyTorch itself fails on the float program, which leaves nothing to compare.
+(listed in DESIGN_RULES); `eager raises` means eager PyTorch itself fails on
+the float program, which leaves nothing to compare. `aliasing` is a mismatch
+that goes away once `v += e` is written `v = v + (e)` (an in-place update
+seen through another name where eager rebinds): it must stay at zero too,
+and is told apart only to say where to look.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import collections
 import re
 
-MUST_BE_ZERO = ("mismatch", "internal error", "gradient failure", "refusal")
+MUST_BE_ZERO = ("mismatch", "aliasing", "internal error", "gradient failure", "refusal")
 
 # Refusals that are TensorFlow's own rules for graph code: message fragment -> the rule.
 DESIGN_RULES = {

@@ -20,14 +20,13 @@ recursive and decorated helpers; see tests/autograph/program_gen.py) runs:
 `make test` runs 500 programs (`TA_GRAPH_FUZZ_EXAMPLES=n` sets the count);
 the `slow` test, run by `make test-slow`, runs 10,000 and prints the tally
 of `fuzz_outcomes` (the four counts that must be zero, the refusals that are
-TensorFlow's own design rules, and the known difference below).
+TensorFlow's own design rules).
 
-Known difference (see README "Semantics worth knowing"): a Python number
-that a tensor `if` promotes to a tensor on one path is a tensor on every path
-of the graph, so a later `z = y; y -= 4` updates `z` in place where eager
-Python, on the path where `y` stayed a number, rebinds `y` only. A program
-whose graph differs from eager only that way (it agrees once `v -= e` is
-written `v = v - (e)`) counts as `aliasing`.
+A Python number that a tensor `if` promotes to a tensor on one path stays a
+number on the others for in-place updates: after `z = y`, `y -= 4` rebinds
+`y` where eager Python does and updates the tensor where eager PyTorch does.
+A graph that differs from eager only there (it agrees once `v -= e` is
+written `v = v - (e)`) counts as `aliasing`, which must stay at zero.
 """
 
 import linecache
@@ -131,7 +130,7 @@ def float_outcome(source, inputs):
 def _check(sources, inputs):
     for outcome, source in ((int_outcome, sources[0]), (float_outcome, sources[1])):
         category, detail = outcome(source, inputs)
-        assert category in ("ok", "aliasing", "eager raises") or category.startswith("design rule"), \
+        assert category in ("ok", "eager raises") or category.startswith("design rule"), \
             f"{category}: {detail}\n{source}inputs={inputs}"
 
 
