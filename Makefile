@@ -31,7 +31,10 @@ test-slow: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict
 
+# torchvision (the bench extra) without its torch pin, so the CPU build of torch stays.
 bench: $(STAMP)
+	$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchvision') is None)" || \
+		$(PY) -m pip install --quiet --no-deps "torchvision"
 	$(PY) benchmarks/run_all.py
 
 # Optional: TensorFlow's tf.function on the same workloads, from its own venv (about 300 MB).

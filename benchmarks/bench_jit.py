@@ -9,8 +9,9 @@ P2j: the 200-op elementwise chain of P2 on 16 floats.
   Targets: jit >= 30x faster than eager; jit / torch.compile <= 0.5x per call.
   Compile latency: the first call (trace + lower + compile) in a fresh process, with an empty inductor
   cache directory (cold) and again in another process reusing it (warm).
-P3j: the 8-layer MLP of P3 (batch 8), no_grad and grad modes, jit by reference and with
-  freeze_captures=True (weights folded into the compiled code; no_grad only). Target: >= 3x faster than eager.
+P3j: the 8-layer MLP of P3 (batch 8), no_grad and grad modes, jit by reference, with freeze_captures=True
+  (weights folded into the compiled code; no_grad only) and jit_compile="auto" (which freezes by default, guarded
+  by the weights' version counters and data pointers). Target: >= 3x faster than eager.
 P4j: the training step of P4 (tape + ta.optimizers.Adam, batch 32) with jit_compile=True vs eager
   torch.optim.Adam. Target >= 3x faster than eager, reported as not applicable when the graph cannot
   be lowered (see the note printed). Compile latency measured as for P2j.
@@ -137,26 +138,34 @@ def run_p3j(settings: Settings) -> list[Row]:
     x = torch.randn(8, 32)
     J = ta.function(lambda x: model(x), jit_compile=True)
     Z = ta.function(lambda x: model(x), jit_compile=True, freeze_captures=True)
+    A = ta.function(lambda x: model(x), jit_compile="auto")  # frozen by default (no_grad), guarded
     rows: list[Row] = []
     for n, (mode, ctx) in enumerate((("no_grad", torch.no_grad), ("grad", torch.enable_grad)), start=1):
         label = f"{P3J} [{mode}]"
         with ctx():
             want = model(x)
-            for name, fn in (("ta.function jit", J), ("jit freeze_captures", Z)):
+            for _ in range(ta.config.get_jit_threshold()):
+                A(x)
+            A.get_concrete_function(x).wait_for_compile(600)
+            for name, fn in (("ta.function jit", J), ("jit freeze_captures", Z), ("ta.function auto", A)):
                 got = fn(x)
                 check_equal(name, got, want, exact=False)
                 if got.requires_grad != want.requires_grad:
                     raise AssertionError(f"{label}: {name} result requires_grad={got.requires_grad}")
             res = run_interleaved([Candidate("eager", "model(x)", {"model": model, "x": x}),
                                    Candidate("ta.function jit", "J(x)", {"J": J, "x": x}),
-                                   Candidate("jit freeze_captures", "Z(x)", {"Z": Z, "x": x})], settings, "eager")
+                                   Candidate("jit freeze_captures", "Z(x)", {"Z": Z, "x": x}),
+                                   Candidate("ta.function auto", "A(x)", {"A": A, "x": x})], settings, "eager")
         check_no_retrace(J, n, label)
         check_no_retrace(Z, n, label)
+        status = A.get_concrete_function(x).jit_status
         e = res["eager"]
         rows.append(Row(label, "eager", e.median_us, None, "", None, "nn.Module calls (baseline)"))
         for name, how in (("ta.function jit", "weights by reference"),
                           ("jit freeze_captures", "weights frozen (opt-in)" if mode == "no_grad"
-                           else "grad mode: nothing frozen, same code as jit")):
+                           else "grad mode: nothing frozen, same code as jit"),
+                          ("ta.function auto", f"jit_compile='auto' ({status}): weights frozen by default, "
+                           "guarded" if mode == "no_grad" else f"jit_compile='auto' ({status}), by reference")):
             r = res[name]
             rows.append(Row(label, name, r.median_us, r.ratio, f"<= {1 / P3J_SPEEDUP:.3f}x",
                             r.ratio <= 1 / P3J_SPEEDUP, f"{1 / r.ratio:.2f}x faster, {how}; {r.spread()}"))

@@ -8,8 +8,8 @@
 The step is ordinary PyTorch: `model.train()`, `optimizer.zero_grad()`,
 gradient accumulation over micro-batches (`loss.backward()` per micro-batch),
 gradient clipping, `torch.optim.AdamW`, a warmup + cosine LR schedule
-(`LambdaLR`), under bf16 autocast (entered around each call of the step:
-graphs do not record an autocast entered inside them yet, and refuse it).
+(`LambdaLR`), with the forward passes under bf16 autocast (a `with
+torch.autocast(...)` inside the step: the graph records the region).
 ta.function stages the training-step calls
 to run at every call of the graph; with `--jit` inductor compiles the forward
 passes between them. The first steps are checked against the same steps run
@@ -180,8 +180,9 @@ def make_trainer(model: GPT, h: Hyper):
         opt.zero_grad(set_to_none=True)
         losses = []
         for x, y in zip(xs, ys):  # Python lists: unrolled, one forward and backward per micro-batch
-            logits = model(x)
-            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1)) / len(xs)
+            with autocast():  # bf16 forward, recorded in the graph
+                logits = model(x)
+                loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1)) / len(xs)
             losses.append(loss.detach())
             loss.backward()
         torch.nn.utils.clip_grad_norm_(params, h.clip)  # reads this call's gradients (graph values)
@@ -196,7 +197,7 @@ AUTOCAST = True  # --fp32 turns it off
 
 
 def autocast() -> torch.autocast:
-    """bf16 autocast on CPU, entered around each call of the step (see `run`)."""
+    """bf16 autocast on CPU for the forward passes, inside the step (the graph records the region)."""
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST)
 
 
@@ -237,13 +238,11 @@ def run(h: Hyper, jit: bool = False, check: int = 20, dropout: float = 0.1, log_
         xs, ys = data.sample(h.micro_batches)
         seed = 1000 + step
         torch.manual_seed(seed)  # dropout masks: the graph draws the same random numbers as eager code
-        with autocast():  # around the call, for now (see the README, "State and training steps as graphs")
-            loss = graph_step(xs, ys)
+        loss = graph_step(xs, ys)
         losses.append(loss.item())
         if step < check:
             torch.manual_seed(seed)
-            with autocast():
-                want = eager_step(xs, ys)
+            want = eager_step(xs, ys)
             torch.testing.assert_close(loss, want, rtol=loss_tol[0], atol=loss_tol[1],
                                        msg=lambda m: f"step {step}: the graph's loss differs from eager: {m}")
         if step == check - 1:

@@ -755,3 +755,25 @@ def test_append_to_a_global_list_inside_a_tensor_if_is_a_trace_time_side_effect(
     torch.testing.assert_close(g(x), f(x))
     g(x)
     assert _GLOBAL_LOG == ["traced", "traced"]  # once while tracing (both branches), once eagerly above
+
+
+# ----- a Python number on one path of a tensor `if` --------------------------------------------------
+def _number_or_tensor_then_augmented(x):
+    if x.sum() > 0:
+        y = x.sum()
+    else:
+        y = 3
+    z = y
+    y -= 4  # a number on the else path: rebinds y only; a tensor on the other: z sees it
+    w = y * 2
+    v = w
+    w += 1
+    return z, y, v, w
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["tensor_path", "number_path"])
+def test_augmented_assignment_on_a_number_an_if_promoted_rebinds_as_in_python(sign):
+    x = torch.ones(2) * sign
+    got = ta.function(_number_or_tensor_then_augmented)(x)
+    want = _number_or_tensor_then_augmented(x)
+    assert [float(g) for g in got] == [float(w) for w in want]

@@ -302,6 +302,25 @@ def test_a_growing_loop_variable_gets_a_symbolic_dim_with_a_note():
     assert "loop variable 'idx' changes shape between iterations" in notes and "symbolic" in notes
 
 
+def attend_and_grow(x, limit):
+    while x.size(1) < limit:  # limit a tensor: a graph loop, x's length symbolic in it
+        q = x[:, None]
+        y = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)  # decides length != 0
+        x = torch.cat([x, y[:, 0, -1:] * 2], dim=1)
+    return x
+
+
+def test_library_code_deciding_on_a_growing_loop_dim_traces_with_a_checked_assumption():
+    # The symbol of the growing dim takes its size on entry as hint: attention's "is the length 0?" is answered
+    # from it, and becomes a check of the graph instead of a trace-time error.
+    f = ta.function(attend_and_grow)
+    for T in (1, 3):
+        x = torch.randn(2, T, 4)
+        torch.testing.assert_close(f(x, torch.tensor(6)), attend_and_grow(x, 6))
+    source = f.get_concrete_function(torch.randn(2, 3, 4), torch.tensor(6)).graph.python_source
+    assert "the graph was traced assuming" in source and "!= 0" in source
+
+
 def changes_dtype(x, n):
     i = 0
     while i < n:
@@ -402,3 +421,48 @@ def test_an_assumption_about_a_data_dependent_size_is_checked_in_the_graph():
     text = str(info.value)
     assert "getitem.size(0) == 3" in text and line_of(mask_then_add, "# <-") in text
     assert "check(%assumed, 'assumed getitem.size(0) == 3')" in str(f.get_concrete_function(x, z).graph)
+
+
+# ----- Python control flow on sizes known only when the graph runs ---------------------------------
+def branch_on_size(x):
+    if x.size(0) > 3:
+        y = x[:3] * 2
+    else:
+        y = torch.cat([x, x])[:3]
+    n = 0
+    while n < x.size(0):
+        n += 2
+    return y, n
+
+
+def test_if_and_while_on_symbolic_sizes_become_graph_control_flow_with_one_trace():
+    f = ta.function(branch_on_size, input_signature=[ta.TensorSpec([None])])
+    for k in [0, 1, 2, 3, 5, 8]:
+        x = torch.arange(float(k))
+        (y, n), (y_want, n_want) = f(x), branch_on_size(x)
+        assert torch.equal(y, y_want) and int(n) == n_want
+    assert f.experimental_get_tracing_count() == 1
+    ops = [node.op.name for node in f.get_concrete_function().graph.nodes]
+    assert "cond" in ops and "while" in ops
+
+
+# ----- in-place updates of values that require grad ------------------------------------------------
+class _BasicBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.conv2, self.bn2 = torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.relu = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(h))
+        out += h  # in place on a value that requires grad (ResNet's residual)
+        return self.relu(out)
+
+
+def test_a_residual_added_in_place_trains_as_eager():
+    torch.manual_seed(0)
+    block = _BasicBlock()
+    x = torch.randn(2, 4, 8, 8)
+    assert_matches_eager(lambda x: block(x).sum(), x, modules=[block])

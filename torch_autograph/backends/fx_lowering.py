@@ -48,12 +48,15 @@ def to_fx(graph: Graph) -> fx.GraphModule:
     env: dict[int, fx.Node] = {}
     for v in graph.inputs:
         env[id(v)] = fx_graph.placeholder(v.name)
+        if v.kind is ValueKind.TENSOR and isinstance(v.example, torch.Tensor):
+            env[id(v)].meta["example_value"] = v.example
     for v, t in graph.captures:
         if isinstance(t, torch.nn.Parameter):
             root.register_parameter(v.name, t)
         else:
             root.register_buffer(v.name, t)
         env[id(v)] = fx_graph.get_attr(v.name)
+        env[id(v)].meta["example_value"] = t
     lowering = _Lowering(root, fx_graph, env)
     lowering.nodes(graph.nodes)
     fx_graph.output(tuple(lowering.arg(o) for o in graph.outputs))
@@ -76,7 +79,12 @@ class _Lowering:
 
     def nodes(self, nodes: list[Node]) -> None:
         mode = None  # the explicit grad mode in force, None for the caller's
+        autocast, entered = None, []  # the explicit autocast in force, and the fx nodes that entered it
         for node in nodes:
+            if node.autocast != autocast:
+                self.exit_autocast(entered)
+                entered = self.enter_autocast(node.autocast)
+                autocast = node.autocast
             if node.grad_enabled != mode:
                 # A node's explicit mode always differs from the mode the graph was traced under.
                 restore = not mode if mode is not None else None
@@ -86,6 +94,20 @@ class _Lowering:
             self.node(node)
         if mode is not None:
             self.g.call_function(torch._C._set_grad_enabled, (not mode,))
+        self.exit_autocast(entered)
+
+    def enter_autocast(self, state: tuple | None) -> list[fx.Node]:
+        """Autocast regions entered as torch.export records them (`_enter_autocast` / `_exit_autocast`)."""
+        if state is None:
+            return []
+        wanted = dict(state)
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() or "cuda" in wanted else [])
+        return [self.g.call_function(torch.amp.autocast_mode._enter_autocast,
+                                     (device, wanted.get(device), device in wanted, None)) for device in devices]
+
+    def exit_autocast(self, entered: list[fx.Node]) -> None:
+        for ctx in reversed(entered):
+            self.g.call_function(torch.amp.autocast_mode._exit_autocast, (ctx,))
 
     def node(self, node: Node) -> None:
         op = node.op
@@ -119,9 +141,15 @@ class _Lowering:
         self.bind(node.pattern, result)
 
     def bind(self, pattern: Any, result: fx.Node) -> None:
-        """Map the Values of a node's unpacking pattern to (getitem of) its fx result."""
+        """Map the Values of a node's unpacking pattern to (getitem of) its fx result.
+
+        A tensor's fx node carries its example (a meta or fake tensor) as `example_value`, as dynamo's graphs do:
+        AOT autograd's on-disk cache takes only graphs whose method calls are on nodes known to be tensors.
+        """
         if isinstance(pattern, Value):
             self.env[id(pattern)] = result
+            if pattern.kind is ValueKind.TENSOR and isinstance(pattern.example, torch.Tensor):
+                result.meta["example_value"] = pattern.example
         elif isinstance(pattern, tuple):
             for i, p in enumerate(pattern):
                 if p is not None:

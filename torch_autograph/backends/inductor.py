@@ -25,8 +25,10 @@ Specialisation (checked per call, cheaply):
   AOT autograd builds a training graph only for inputs that require grad;
   an input that starts requiring grad gets a new compile (once per pattern).
 - sizes and strides: inductor's code asserts them; an input of another
-  layout (or a `None` dim taking a new size) gets a new compile, up to
-  `MAX_VARIANTS` per graph or region; later layouts run the default backend.
+  layout gets a new compile, up to `MAX_VARIANTS` per graph or region; later
+  layouts run the default backend. Dims the graph leaves open (a `None` dim
+  of the signature, a loop variable that grows) are compiled as size symbols
+  instead: one variant for every size, under a guard (`compile_inputs`).
 - autocast: the autocast regions in force around the call (`with
   torch.autocast(...)` around it): inductor compiles autocast's casts into
   the code, so a call under another autocast state gets its own variant.
@@ -55,11 +57,14 @@ outputs of regions compiled as training graphs.
 Compiled code is cached on disk by inductor (FX graph cache, AOT autograd
 cache, under `TORCHINDUCTOR_CACHE_DIR`), so a new process compiling the same
 graph is much faster than the first (benchmarks/bench_jit.py measures both).
+Both caches need what `compile_inputs` provides: example inputs from a fake
+mode with a shape environment inside a TracingContext (else the FX graph
+cache is bypassed), and fx nodes marked as tensors (`example_value`, set by
+`to_fx`; else AOT autograd's cache is bypassed at the first method call).
 """
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import threading
 import time
@@ -72,8 +77,9 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind
+from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state
 from . import Compiled, CompileOptions, regions, torch_codegen
+from .compile_inputs import Layouts, compile_in_context
 from .fx_lowering import to_fx
 
 _Fallback = Callable[[str], None]
@@ -220,6 +226,7 @@ class _Runner:
         self.freeze = freeze and not grad and bool(graph.captures) and side_effect(graph) is None and \
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
+        self.layouts = Layouts(graph)  # dims the graph leaves open (symbolic) compile as size symbols
 
     def entry(self) -> Callable[..., Any]:
         """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
@@ -230,9 +237,13 @@ class _Runner:
         # thread never pairs one thread's pattern with another's function.
         state: list[Any] = [None]
 
+        # A graph with open dims gets arguments of many sizes: each call looks its variant up by key. (Inductor's
+        # size asserts, which the fast path relies on, let an empty tensor through whatever size was compiled.)
+        every_call = runner.layouts.any_open
+
         def call(*args: Any) -> Any:
             current = state[0]
-            if current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
+            if every_call or current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
                                    != current[0]) or (autocast_state() if _any_autocast() else None) != current[2]:
                 fn = runner.select(args, state)
             else:
@@ -250,16 +261,24 @@ class _Runner:
         return call
 
     def key(self, args: tuple) -> tuple:
-        """What a compiled variant is specialised on: the layouts, requires_grad, and the autocast in force
+        """What an exact variant is specialised on: the layouts, requires_grad, and the autocast in force
         (inductor bakes autocast's casts into the code it compiles under it)."""
-        return tuple((a.shape, a.stride(), a.requires_grad and self.grad, a.dtype, a.device)
-                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args) + (autocast_state(),)
+        return self.layouts.exact_key(args, self.grad) + (autocast_state(),)
 
-    def select(self, args: tuple, state: list[Any]) -> Callable:
-        """The variant compiled for these arguments (compiling it now if allowed); made the current one."""
+    def open_key(self, args: tuple) -> tuple | None:
+        """The key of the variant with the graph's open dims symbolic that `args` may take, if any."""
+        key = self.layouts.open_key(args, self.grad)
+        return None if key is None else key + (autocast_state(),)
+
+    def select(self, args: tuple, state: list[Any], exact: bool = False) -> Callable:
+        """The variant compiled for these arguments (compiling it now if allowed); made the current one.
+        An open variant (see `compile_inputs`) serves every size of the open dims its guard allows."""
         key = self.key(args)
+        okey = None if exact else self.open_key(args)
         with self.lock:
             fn = self.variants.get(key)
+            if fn is None and okey is not None:
+                fn, key = self.variants.get(okey), okey
             if fn is None:
                 if self.python_when_training and self.grad and (
                         self.captures_grad or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
@@ -271,16 +290,34 @@ class _Runner:
                         self.sampler(self, args)
                     return self.default
                 else:
-                    fn = self.variants[key] = self.compile(args)
+                    fn = self.variants[key] = self.compile(args, open_dims=key is okey)
         state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
                     key[-1])
         return fn
 
-    def compile(self, args: tuple) -> Callable:
-        """The compiled code for arguments like `args`: frozen and guarded (see `freeze_captures`) or by reference."""
-        return self._compile_frozen(args) if self.freeze else self._compile_by_reference(args)
+    def compile_for(self, args: tuple) -> None:
+        """Compile the variant `args` select (open or exact), off the call path (jit_compile="auto")."""
+        okey = self.open_key(args)
+        key = okey if okey is not None else self.key(args)
+        self.variants[key] = self.compile(args, open_dims=okey is not None)
 
-    def _compile_frozen(self, args: tuple) -> Callable:
+    def compile(self, args: tuple, open_dims: bool = False) -> Callable:
+        """The compiled code for arguments like `args`: frozen and guarded (see `freeze_captures`) or by reference;
+        with `open_dims`, for every size of the graph's open dims that its guard allows (others: `exact`)."""
+        fn = self._compile_frozen(args, open_dims) if self.freeze else self._compile_by_reference(args, None, open_dims)
+        if not open_dims:
+            return fn
+        runner, check = self, fn.open_guard
+
+        def open_variant(*a: Any) -> Any:
+            if check(a):
+                return fn(*a)
+            return runner.select(a, [None], exact=True)(*a)
+
+        open_variant.open_guard = check
+        return open_variant
+
+    def _compile_frozen(self, args: tuple, open_dims: bool = False) -> Callable:
         """Captures folded in as constants; the first call after any of them changed (version counter: in-place
         update, optimizer step, load_state_dict; data pointer: `p.data = t`) switches this variant for good to
         code compiled by reference (or, tiered, to the default backend)."""
@@ -288,25 +325,28 @@ class _Runner:
         # Read before compiling: an update during a (background) compile counts as a change.
         versions, ptrs = sum(map(_version, caps)), list(map(_data_ptr, caps))
         try:
-            frozen = self._compile_by_reference(args, _FROZEN_CONFIG)
+            frozen = self._compile_by_reference(args, _FROZEN_CONFIG, open_dims)
         except GraphLoweringError:  # freezing is an optimisation: the by-reference compile decides
-            return self._compile_by_reference(args)
+            return self._compile_by_reference(args, None, open_dims)
         runner, cell = self, [frozen]
 
         def guarded(*a: Any) -> Any:
             fn = cell[0]
             if fn is frozen and (sum(map(_version, caps)) != versions or list(map(_data_ptr, caps)) != ptrs):
-                fn = cell[0] = runner.default if not runner.may_compile else runner._compile_by_reference(a)
+                fn = cell[0] = runner.default if not runner.may_compile else \
+                    runner._compile_by_reference(a, None, open_dims)
             return fn(*a)
 
         guarded.thawed = lambda: cell[0] is not frozen  # for tests
+        guarded.open_guard = getattr(frozen, "open_guard", None)
         return guarded
 
-    def _compile_by_reference(self, args: tuple, config: dict[str, Any] | None = None) -> Callable:
-        with compile_progress(self.what):
-            return self._compile_fx(args, config)
+    def _compile_by_reference(self, args: tuple, config: dict[str, Any] | None = None,
+                              open_dims: bool = False) -> Callable:
+        with compile_progress(self.what + (" (open sizes symbolic)" if open_dims else "")):
+            return self._compile_fx(args, config, open_dims)
 
-    def _compile_fx(self, args: tuple, config: dict[str, Any] | None) -> Callable:
+    def _compile_fx(self, args: tuple, config: dict[str, Any] | None, open_dims: bool = False) -> Callable:
         from torch._functorch import config as functorch_config
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
@@ -323,30 +363,24 @@ class _Runner:
                     inductor_config.patch(known), warnings.catch_warnings():  # grad False: self-differentiating
                 # inductor's GEMM autotuning reads `Tensor.storage()`, which warns on every compile.
                 warnings.filterwarnings("ignore", "TypedStorage is deprecated", UserWarning)
-                compiled = compile_fx(self.gm, list(args))
+                fakes, mode = self.layouts.examples(args, open_dims)
+                compiled = compile_in_context(compile_fx, self.gm, fakes, mode)
+                guard = Layouts.open_guard(mode, fakes) if open_dims else None
         except Exception as e:  # noqa: BLE001 - inductor's errors are many; all mean "cannot compile this"
             msg = str(e).strip()
             raise GraphLoweringError(f"inductor could not compile {self.what}: {type(e).__name__}: "
                                      f"{msg.splitlines()[0] if msg else ''}\nFix: {_FIX}.") from e
-        return compiled  # aot_module_simplified's forward(*args), whatever its `_boxed_call` says
+        if guard is None:
+            return compiled  # aot_module_simplified's forward(*args), whatever its `_boxed_call` says
+
+        def with_guard(*a: Any) -> Any:
+            return compiled(*a)
+
+        with_guard.open_guard = guard
+        return with_guard
 
 
 _any_autocast = torch._C._is_any_autocast_enabled
-
-
-def autocast_state() -> tuple | None:
-    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
-    if not _any_autocast():
-        return None
-    return tuple((d, torch.get_autocast_dtype(d)) for d in ("cpu", "cuda") if torch.is_autocast_enabled(d))
-
-
-def under_autocast(state: tuple | None) -> contextlib.ExitStack:
-    """A context entering the autocast regions of `state` (from `autocast_state()`), for another thread."""
-    stack = contextlib.ExitStack()
-    for device, dtype in state or ():
-        stack.enter_context(torch.autocast(device, dtype=dtype))
-    return stack
 
 
 @contextmanager

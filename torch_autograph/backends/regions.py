@@ -100,7 +100,7 @@ def structure(region: Graph, grad_enabled: bool | None) -> str:
     for i, node in enumerate(region.nodes):
         for j, v in enumerate(node.outputs):
             names[id(v)] = f"v{i}.{j}"
-        lines.append(repr((node.op.kind, node.op.target, node.op.effects, node.grad_enabled,
+        lines.append(repr((node.op.kind, node.op.target, node.op.effects, node.grad_enabled, node.autocast,
                            map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, (node.args, node.kwargs)),
                            map_nest(lambda x: names[id(x)] if isinstance(x, Value) else x, node.pattern))))
     lines.append(repr([names[id(v)] for v in region.outputs]))

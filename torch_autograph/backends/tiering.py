@@ -14,9 +14,9 @@ from typing import Any, Callable
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph import Graph, Node
+from ..graph import Graph, Node, autocast_state, under_autocast
 from . import Compiled, CompileOptions, torch_codegen
-from .inductor import _compile_split, _lower, _Runner, autocast_state, side_effect, under_autocast
+from .inductor import _compile_split, _lower, _Runner, side_effect
 
 _Fallback = Callable[[str], None]
 
@@ -151,7 +151,7 @@ class Tiered(Compiled):
             try:
                 for runner, example, autocast in list(samples.values()):
                     with runner.lock, under_autocast(autocast):
-                        runner.variants[runner.key(example)] = runner.compile(example)
+                        runner.compile_for(example)
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
@@ -201,7 +201,7 @@ class Tiered(Compiled):
         runner = _Runner(values_graph, gm, slots, self.return_tuple, self.grad, f"graph {self.graph.name}",
                          default=torch_codegen.compile_graph(values_graph, return_tuple=True), freeze=self.freeze)
         runner.background = True
-        runner.variants[runner.key(example)] = runner.compile(example)
+        runner.compile_for(example)
         runner.may_compile = False
         return runner.entry()
 

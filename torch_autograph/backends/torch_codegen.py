@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from . import Compiled, CompileOptions
-from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, run_check
+from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, run_check, under_autocast
 from ..graph.printing import qualified_name, render_call, render_pattern
 
 _counter = itertools.count()
@@ -137,15 +137,27 @@ def emit_nodes(w: CodeWriter, nodes: list[Node], dead: dict[int, list[str]] | No
 
 
 def _emit_grad_groups(w: CodeWriter, nodes: list[Node], dead: dict[int, list[str]]) -> None:
-    for grad, group in itertools.groupby(nodes, key=lambda n: n.grad_enabled):
-        if grad is None:
+    """Runs of nodes with an explicit grad mode or autocast (set inside the function) under a `with`."""
+    for (grad, autocast), group in itertools.groupby(nodes, key=lambda n: (n.grad_enabled, n.autocast)):
+        contexts = []
+        if grad is not None:
+            contexts.append(f"torch.set_grad_enabled({grad})")
+        if autocast is not None:
+            contexts.append(f"{w.global_name(under_autocast, 'autocast')}({_autocast_literal(autocast)})")
+        if not contexts:
             for node in group:
                 emit_node(w, node, dead.get(id(node)))
-        else:
-            w.line(f"with torch.set_grad_enabled({grad}):")
-            with w.indented():
-                for node in group:
-                    emit_node(w, node, dead.get(id(node)))
+            continue
+        w.line(f"with {', '.join(contexts)}:")
+        with w.indented():
+            for node in group:
+                emit_node(w, node, dead.get(id(node)))
+
+
+def _autocast_literal(state: tuple) -> str:
+    """`(('cpu', torch.bfloat16),)`: an autocast state as Python source."""
+    items = "".join(f"({device!r}, {dtype}), " for device, dtype in state)
+    return f"({items.rstrip(' ')})"
 
 
 def _reads(node: Node) -> Iterator[Value]:

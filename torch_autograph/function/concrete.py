@@ -15,7 +15,7 @@ from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
 from ..errors import InvalidArgumentError
-from ..graph import Graph, Value
+from ..graph import Graph, Value, autocast_state
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
 from . import signatures as sig
@@ -24,6 +24,7 @@ from .signatures import Literal, Structure
 from .tracebacks import strip_internal_frames
 
 _trace_ids = itertools.count(1)
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 class ConcreteFunction:
@@ -42,12 +43,13 @@ class ConcreteFunction:
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
-                 checks_autograd: bool = False) -> None:
+                 checks_autograd: bool = False, autocast: tuple | None = None) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
         self.size_check = size_check
         self.checks_autograd = checks_autograd
+        self.autocast = autocast  # the autocast regions in force around the call it was traced for
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
@@ -128,6 +130,11 @@ class ConcreteFunction:
         self._fn = fn  # one attribute store: the call paths read `cf._fn` once per call
 
     def guards_hold(self) -> bool:
+        """Whether the modes of the modules it ran, and the autocast around the call, are those it was traced
+        under."""
+        if self.autocast is not None or _any_autocast():
+            if autocast_state() != self.autocast:
+                return False
         for ref, training in self.guards:
             m = ref()
             if m is None or m.training != training:

@@ -39,7 +39,12 @@ from ..logs import echo
 from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
-from .arguments import bind_arguments, check_against_spec, iter_type_leaves, resolve_device
+from .arguments import (
+    bind_arguments,
+    check_against_spec,
+    iter_type_leaves,
+    resolve_device,
+)
 from .concrete import ConcreteFunction
 from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
@@ -50,6 +55,7 @@ from .tracebacks import strip_internal_frames
 _Tensor = torch.Tensor
 _LITERALS = frozenset({int, float, bool, str, type(None)})
 _is_grad_enabled = torch.is_grad_enabled
+_any_autocast = torch._C._is_any_autocast_enabled  # the fast paths serve traces made without autocast
 HISTORY_LENGTH = 1000  # trace events kept per Function (the count covers every trace)
 
 
@@ -65,7 +71,7 @@ class Function:
 
     def __init__(self, python_function: Callable, *, input_signature: Any = None, autograph: bool = True,
                  reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False,
+                 max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None,
                  _instance: Any = None) -> None:
         _check_options(jit_compile, cuda_graphs, freeze_captures)
         self._python_function = python_function
@@ -149,7 +155,8 @@ class Function:
                     a = args[0]
                     cf, grad, dtype, shape, device = mono
                     if (type(a) is _Tensor and a.dtype is dtype and a.shape == shape and a.device == device
-                            and _is_grad_enabled() is grad and (not cf.guards or cf.guards_hold())):
+                            and _is_grad_enabled() is grad and not _any_autocast()
+                            and (not cf.guards or cf.guards_hold())):
                         m = self._monitor
                         m.calls = cf.last_used = m.calls + 1
                         return cf.run(args)
@@ -166,7 +173,7 @@ class Function:
                     entry = cache.fast.get(tuple(key))
                     if entry is not None:
                         cf, positions = entry
-                        if not cf.guards or cf.guards_hold():
+                        if (not cf.guards or cf.guards_hold()) and not _any_autocast():
                             m = self._monitor
                             m.calls = cf.last_used = m.calls + 1
                             return cf.run(args if positions is None else [args[i] for i in positions])
@@ -190,7 +197,7 @@ class Function:
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None or cf.checks_autograd:
+        if key is None or cf.checks_autograd or cf.autocast is not None:
             return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))
@@ -404,8 +411,8 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
     if cuda_graphs and jit_compile == "auto":
         raise ValueError("cuda_graphs=True works with jit_compile=False or True, not 'auto': a tiered function "
                          "swaps its code while it runs, which would throw the captured graphs away")
-    if freeze_captures not in (False, True):
-        raise ValueError(f"freeze_captures must be False or True, got {freeze_captures!r}")
+    if freeze_captures not in (None, False, True):
+        raise ValueError(f"freeze_captures must be None, False or True, got {freeze_captures!r}")
     if freeze_captures and not jit_compile:
         raise ValueError("freeze_captures=True folds captured tensors into inductor's code: it needs "
                          "jit_compile=True or 'auto'")
@@ -414,7 +421,7 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
 # ----------------------------------------------------------------------------------------
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool = False) -> Any:
+             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None) -> Any:
     """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
 
     Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
@@ -446,7 +453,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         freeze_captures: with jit_compile, a graph traced under no_grad has
             its captured tensors (weights) folded into the compiled code as
             constants, so inductor can pre-pack them for its GEMM kernels
-            (several times faster for small Linear stacks). Each call checks
+            (several times faster for small Linear stacks; mkldnn-packed
+            convolutions). None (the default) freezes under
+            jit_compile="auto", where the frozen code also has to time faster
+            than the default backend to be used, and not under True. Each call checks
             the captures' version counters and data pointers: after an
             in-place update, optimizer step, `load_state_dict` or `p.data = t`
             the code is compiled again by reference. A write through

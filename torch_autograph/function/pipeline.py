@@ -18,13 +18,17 @@ from .. import nest
 from ..backends import Backend, CompileOptions
 from ..backends.torch_codegen import TorchBackend
 from ..graph import Graph
-from ..graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
+from ..graph.passes import (
+    eliminate_common_subexpressions,
+    eliminate_dead_code,
+    fold_constants,
+)
 from ..state import variables
 from ..tracing import messages
-from ..tracing.guards import module_guards
 from ..tracing.context import Traced
-from ..tracing.symbols import SYMBOLIC, is_symbolic
+from ..tracing.guards import module_guards
 from ..tracing.recording import NeedsSizeError
+from ..tracing.symbols import SYMBOLIC, is_symbolic
 from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, tracing
 from .arguments import placeholders_for, rebuild_call
@@ -38,7 +42,7 @@ class BackendChoice:
 
     jit_compile: bool | str = False
     cuda_graphs: bool = False
-    freeze_captures: bool = False
+    freeze_captures: bool | None = None  # None: freeze under jit_compile="auto" only
     function_name: str = ""
     on_jit_fallback: Callable[[str], None] | None = None
     _backend: Backend | None = field(default=None, repr=False)
@@ -50,7 +54,9 @@ class BackendChoice:
 
     def _make(self) -> Backend:
         if self.jit_compile == "auto":
-            from ..backends.tiering import TieredBackend  # inductor's modules load only when jit is asked for
+            from ..backends.tiering import (
+                TieredBackend,  # inductor's modules load only when jit is asked for
+            )
             from ..config import get_jit_threshold
 
             backend: Backend = TieredBackend(get_jit_threshold(), self.on_jit_fallback or (lambda reason: None))
@@ -109,12 +115,14 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
+    freeze = choice.freeze_captures if choice.freeze_captures is not None else choice.jit_compile == "auto"
     options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
-                             freeze_captures=choice.freeze_captures)
+                             freeze_captures=freeze)
     compiled = choice.backend().compile(graph, options)
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
-                            notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions))
+                            notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
+                            autocast=state.root.entry_autocast)
 
 
 def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[int, tuple[bool, bool]]) -> Any:

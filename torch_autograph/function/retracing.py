@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from ..graph import autocast_state
 from ..logs import logger
 from . import signatures as sig
 
@@ -101,9 +102,18 @@ def explain(last: Any, grad: bool, types_: tuple, arg_names: list[str], other_tr
         reasons.append(f"grad mode {'enabled' if last.grad else 'disabled'} -> {'enabled' if grad else 'disabled'}")
     for name, old, new in zip(arg_names, last.arg_types.values(), types_):
         reasons += sig.diff(old, new, f"argument {name!r}")
+    now = autocast_state()
+    if now != last.autocast:
+        reasons.append(f"autocast around the call {_autocast_words(last.autocast)} -> {_autocast_words(now)}")
     for ref, training in last.guards:
         m = ref()
         if m is not None and m.training != training:
             reasons.append(f"module {type(m).__name__} at {id(m):#x} switched "
                            f"{'train' if training else 'eval'} -> {'train' if m.training else 'eval'} mode")
     return reasons or ["no trace matched (evicted from the cache, or a new structure)"]
+
+
+def _autocast_words(state: tuple | None) -> str:
+    if not state:
+        return "off"
+    return ", ".join(f"{device} {str(dtype).replace('torch.', '')}" for device, dtype in state)

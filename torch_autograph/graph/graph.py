@@ -46,6 +46,9 @@ class Node:
         origin: the user line that called the op.
         grad_enabled: None to run under the caller's grad mode, or the mode the
             user set explicitly around this op (`with torch.no_grad():`).
+        autocast: None to run under the caller's autocast, or the autocast
+            regions the user entered around this op inside the function, as
+            `((device type, dtype), ...)` (`()`: autocast off).
         subgraphs: sub-graphs of a CONTROL node.
 
     Printed form: `%mul: float32[3] = %x * 2  # demo.py:4`.
@@ -59,6 +62,7 @@ class Node:
     origin: SourceLocation | None = None
     grad_enabled: bool | None = None
     subgraphs: tuple["Graph", ...] = ()
+    autocast: tuple | None = None
 
     @property
     def name(self) -> str:

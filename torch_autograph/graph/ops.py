@@ -142,6 +142,35 @@ def run_check(condition: Any, message: str) -> None:
         raise InvalidArgumentError(message)
 
 
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_state() -> tuple | None:
+    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
+    import torch
+
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple((d, torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES if torch.is_autocast_enabled(d))
+
+
+def under_autocast(state: tuple | None) -> Any:
+    """A context that makes `state` (from `autocast_state()`; None or `()`: none) the autocast in force:
+    it enters the regions of `state` and turns off autocast on the other devices."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    wanted = dict(state or ())
+    for device in AUTOCAST_DEVICES:
+        if device in wanted:
+            stack.enter_context(torch.autocast(device, dtype=wanted[device]))
+        elif torch.is_autocast_enabled(device):
+            stack.enter_context(torch.autocast(device, enabled=False))
+    return stack
+
+
 def control_op(target: Any, name: str, subgraph_nodes: Any = ()) -> Op:
     """The Op of a control-flow node whose sub-graphs hold `subgraph_nodes`: it has an effect if any of them does."""
     stateful = any(n.stateful for n in subgraph_nodes)

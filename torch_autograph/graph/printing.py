@@ -160,6 +160,9 @@ def node_parts(node: "Node") -> tuple[str, list[str], str]:
         lhs = ", ".join(f"%{v.name}: {v.type_str()}" for v in node.outputs)
         return (f"{lhs} = " if lhs else "") + f"{op.name}(", [print_arg(node.args[0]), *op.target.printed_args()], ")"
     suffix = "" if node.grad_enabled is None else f"  [grad {'on' if node.grad_enabled else 'off'}]"
+    if node.autocast is not None:
+        regions = ", ".join(f"{device} {str(dtype).replace('torch.', '')}" for device, dtype in node.autocast)
+        suffix += f"  [autocast {regions or 'off'}]"
     if not node.outputs:
         lhs = ""
     elif isinstance(node.pattern, Value):

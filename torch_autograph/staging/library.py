@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..graph.walkers import iter_leaves
 from ..tracing import grads
 from ..tracing.context import current, outside_trace
 from ..tracing.user_ops import label_of, py_function
@@ -77,24 +78,14 @@ def _scale_outside_trace(method: Callable) -> Callable:
     @functools.wraps(method)
     def wrapper(self: Any, outputs: Any) -> Any:
         if current() is not None and self.is_enabled() and getattr(self, "_scale", None) is None:
-            device = next((t.device for t in _tensors(outputs)), torch.device("cpu"))
+            device = next((t.device for t in iter_leaves(outputs) if isinstance(t, torch.Tensor)),
+                          torch.device("cpu"))
             with outside_trace():
                 self._lazy_init_scale_growth_tracker(device)
         return method(self, outputs)
 
     setattr(wrapper, _STAGED, method)
     return wrapper
-
-
-def _tensors(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _tensors(x)
 
 
 def _wrap(cls: type, name: str, make: Callable[[str, Callable], Callable] = _staged) -> None:

@@ -15,6 +15,7 @@ from ..graph import Graph, Op, OpKind, SourceLocation, Value, ValueKind, is_stat
 from .context import Traced
 from .lists import GraphList
 from .meta import TensorMeta, meta_example
+from .promoted import promote_number
 from .recording import record_with_meta
 from .symbols import SYMBOLIC, constant_of
 from .tensor import GraphTensor
@@ -128,12 +129,17 @@ def to_value(branch: Branch, x: Any) -> Any:
     return x
 
 
-def number_to_tensor(x: Any, like: Value) -> GraphTensor:
+def number_to_tensor(x: Any, like: Value, promoted: bool = False) -> GraphTensor:
     """`torch.tensor(x)` of `like`'s dtype and device for a Python number or run-time scalar, in the current trace.
 
     Recorded with `Op.converts_number`: re-typing tells this conversion, which
-    the tracer inserted, from a user's `torch.tensor` call.
+    the tracer inserted, from a user's `torch.tensor` call. `promoted`: a tensor `if` merges the number with a
+    tensor, and the run-time tensor is remembered as standing for a number (promoted.py).
     """
+    if promoted:
+        op = Op(OpKind.FUNCTION, promote_number, "tensor", converts_number=True)
+        return record_with_meta(op, (x, like.dtype, like.device), {},
+                                TensorMeta(meta_example((), like.dtype), like.device))
     op = Op(OpKind.FUNCTION, torch.tensor, "tensor", pure=True, converts_number=True)
     return record_with_meta(op, (x,), {"dtype": like.dtype, "device": like.device},
                             TensorMeta(meta_example((), like.dtype), like.device))
@@ -143,7 +149,7 @@ def as_tensor_in(branch: Branch, x: Any, like: Value) -> Value:
     """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
 
     def make() -> Any:
-        return number_to_tensor(x, like)
+        return number_to_tensor(x, like, promoted=True)
 
     return branch.record(make)._value
 

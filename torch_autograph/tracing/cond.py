@@ -84,11 +84,14 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         name = _leaf_name(names, t_out, i)
         merged = _merge_pair(state, tb, fb, name, a, b, origin)
         if isinstance(merged, tuple):
-            va, vb, out, requires_grad = merged
+            va, vb, out, requires_grad, promoted = merged
             t_vals.append(va)
             f_vals.append(vb)
             outs.append(out)
-            results.append(state.wrap(out, requires_grad=requires_grad))
+            result = state.wrap(out, requires_grad=requires_grad)
+            if promoted:
+                result._maybe_number = True  # a Python number on one path: `y op= x` decides when it runs
+            results.append(result)
         else:
             results.append(merged)
     tb.graph.outputs, fb.graph.outputs = t_vals, f_vals
@@ -127,14 +130,16 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     va = None if ka == "unset" else to_value(tb, a)
     vb = None if kb == "unset" else to_value(fb, b)
     # Python numbers on one side and tensors on the other: the number becomes a tensor.
+    promoted = False
     if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in ("pyscalar", "scalar"):
-        vb = as_tensor_in(fb, b, va)
+        vb, promoted = as_tensor_in(fb, b, va), True
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
-        va = as_tensor_in(tb, a, vb)
+        va, promoted = as_tensor_in(tb, a, vb), True
+    promoted = promoted or _maybe_number(a) or _maybe_number(b)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
         dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
-        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False
+        return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False, False
     if va is None:
         va = _unset_in(tb, vb)
     if vb is None:
@@ -150,8 +155,11 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
         raise TypeError(f"'{name}' has {len(va.shape)} dims in the main branch but {len(vb.shape)} in the else "
                         f"branch of the `if`{where(origin)}; a graph `if` keeps the rank of each value.")
     out, requires_grad = merged_value(state, name, _meta_of(va), _meta_of(vb))
-    return va, vb, out, requires_grad
+    return va, vb, out, requires_grad, promoted
 
+
+def _maybe_number(x: Any) -> bool:
+    return getattr(x, "_maybe_number", False) is True
 
 def _meta_of(v: Any) -> Any:
     if isinstance(v, Value):

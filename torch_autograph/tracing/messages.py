@@ -60,21 +60,3 @@ def _module_name(filename: str) -> str:
     return name[:-3] if name.endswith(".py") else name
 
 
-def autocast_state() -> tuple | None:
-    """The autocast regions in force, as ((device type, dtype), ...), or None outside any."""
-    if not torch._C._is_any_autocast_enabled():
-        return None
-    return tuple((d, torch.get_autocast_dtype(d)) for d in ("cpu", "cuda") if torch.is_autocast_enabled(d))
-
-
-def autocast_error(entry: tuple | None) -> Exception:
-    """An op recorded under another autocast state than the call entered with (a `with torch.autocast` inside)."""
-    loc = user_location()
-    where = f" at {loc}" if loc else ""
-    code = f"\n    {loc.line}" if loc and loc.line else ""
-    return OperatorNotAllowedInGraphError(
-        f"torch.autocast was entered (or left) inside a traced function{where}, and graphs do not record autocast "
-        f"regions yet: the ops in it would run {'without autocast' if entry is None else 'under the autocast of the call'} "
-        f"(e.g. in float32 where eager PyTorch runs bfloat16).{code}\nFix: enter autocast around the call of the "
-        f"function (`with torch.autocast(\"cpu\", dtype=torch.bfloat16): loss = step(x, y)`), where its ops run "
-        f"under it as in eager PyTorch.")

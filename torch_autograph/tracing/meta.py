@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Value, ValueKind, iter_values, map_nest
+from ..graph import Value, ValueKind, autocast_state, iter_values, map_nest
 from .symbols import SYMBOLIC, ScalarMeta, SymbolTable, constant_of
 
 # ----- what an output is --------------------------------------------------------------------------
@@ -119,6 +119,13 @@ class MetaEngine:
         """
         if func in _DATA_FACTORIES:
             return self._infer_data_factory(func, args, kwargs)
+        if _any_autocast():
+            # Meta tensors have no autocast dispatch; fake tensors of the real device do (bfloat16 matmuls).
+            values = list(iter_values((args, kwargs)))
+            if any(v.kind is ValueKind.LIST for v in values):
+                return self._infer_list_op(func, args, kwargs)
+            device = _output_device(func, args, kwargs, values, self.default_device)
+            return self._infer_symbolic(func, args, kwargs, device)
         try:  # the common case first: static shapes seen before (one walk over the arguments)
             hit = memo.get((func, _key_of(args), _key_of(kwargs), self.default_device, torch.is_grad_enabled()))
         except (_NotStatic, TypeError):
@@ -147,6 +154,10 @@ class MetaEngine:
                 if key is not None:
                     memo.put(key, result)
                 return result
+        return self._infer_symbolic(func, args, kwargs, device)
+
+    def _infer_symbolic(self, func: Callable, args: tuple, kwargs: dict, device: Any) -> Any:
+        """Metadata from fake tensors, memoised within the trace."""
         key = _symbolic_key(func, args, kwargs, device)
         if key is not None:
             hit = self._sym_memo.get(key)
@@ -162,12 +173,14 @@ class MetaEngine:
         return result
 
     def example(self, shape: tuple, dtype: torch.dtype, device: torch.device | None,
-                requires_grad: bool = False) -> torch.Tensor:
+                requires_grad: bool = False, hints: tuple | None = None) -> torch.Tensor:
         """An example tensor of `shape`: a meta tensor if every dim is an int, else a fake tensor whose dims are
-        the given SymInts, and a fresh size symbol for each None."""
+        the given SymInts, and a fresh size symbol for each None (hinted by `hints[d]` where that is an int:
+        see `Symbols.input_symbol`)."""
         if all(type(d) is int for d in shape):
             return meta_example(tuple(shape), dtype, requires_grad=requires_grad)
-        sizes = [self.symbols.fresh_size() if d is None else d for d in shape]
+        sizes = [d if d is not None else self.symbols.fresh_size() if hints is None or hints[i] is None
+                 else self.symbols.hinted_size(hints[i]) for i, d in enumerate(shape)]
         with self.symbols.mode, torch._C.DisableTorchFunction():
             t = torch.empty(sizes, dtype=dtype, device=device if device is not None else "cpu")
             if requires_grad and (dtype.is_floating_point or dtype.is_complex):
@@ -244,6 +257,9 @@ class MetaEngine:
             return x
 
         a, k = map_nest(leaf, args), map_nest(leaf, kwargs)
+        if a:
+            with self.symbols.mode:
+                a = _in_place_safe(func, a)
         try:
             with self.symbols.mode, torch._C.DisableTorchFunction():
                 try:
@@ -276,6 +292,7 @@ def _on_cpu_instead(func: Callable, args: tuple, kwargs: dict, device: torch.dev
     return map_nest(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, out)
 
 
+_any_autocast = torch._C._is_any_autocast_enabled
 _GETITEM = (operator.getitem, torch.Tensor.__getitem__)
 _SETITEM = (operator.setitem, torch.Tensor.__setitem__)
 
@@ -302,9 +319,22 @@ def _call(func: Callable, args: tuple, kwargs: dict, fake: bool) -> Any:
     return func(*args, **kwargs)
 
 
+def _in_place_safe(func: Callable, args: tuple) -> tuple:
+    """Examples are leaves; a graph value written in place (`out += h` after a module that requires grad) is
+    not: give an in-place op a non-leaf copy of its first argument, as the value is when the graph runs."""
+    name = getattr(func, "__name__", "")
+    if args and name.endswith("_") and not name.endswith("__") or name.startswith("__i"):
+        first = args[0]
+        if isinstance(first, torch.Tensor) and first.requires_grad and first.is_leaf:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                return (first.clone(), *args[1:])
+    return args
+
+
 def _run_on_meta(func: Callable, args: tuple, kwargs: dict) -> Any:
     a = map_nest(lambda x: x.example if isinstance(x, Value) else x, args)
     k = map_nest(lambda x: x.example if isinstance(x, Value) else x, kwargs)
+    a = _in_place_safe(func, a)
     a, k = _strip_device(func, a, k)
     with torch._C.DisableTorchFunction():
         if func in (torch.Tensor.cuda, torch.Tensor.cpu):
@@ -453,7 +483,8 @@ def _symbolic_key(func: Callable, args: tuple, kwargs: dict, device: Any) -> Any
         return None
     symbols: set = set()
     try:
-        key = (func, _sym_key_of(args, symbols), _sym_key_of(kwargs, symbols), device, torch.is_grad_enabled())
+        key = (func, _sym_key_of(args, symbols), _sym_key_of(kwargs, symbols), device, torch.is_grad_enabled(),
+               autocast_state())
         hash(key)
     except TypeError:
         return None

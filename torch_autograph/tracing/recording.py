@@ -26,13 +26,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
-from ..graph import Effect, Node, Op, OpKind, Value, ValueKind
+from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state
 from ..graph.walkers import iter_leaves
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
-from . import grads
-from .messages import autocast_error, autocast_state, leaked_tensor_error
+from . import grads, promoted
+from .messages import leaked_tensor_error
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
@@ -123,9 +123,6 @@ def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:
 
 
 def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
-    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
-        if autocast_state() != state.root.entry_autocast:
-            raise autocast_error(state.root.entry_autocast)
     op = _as_operator(op, args, kwargs)
     vargs = state.to_value(tuple(args))
     vkwargs = state.to_value(kwargs) if kwargs else {}
@@ -156,9 +153,14 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         if loc is not None and hasattr(e, "add_note"):
             e.add_note(f"while tracing {op.name} at {loc}")
         raise
+    number = _number_arithmetic(op, args)
+    if number:  # its result stands for a Python number when its arguments do (promoted.py)
+        op = Op(OpKind.FUNCTION, promoted.NumberOp(op.target), op.name)
     unknown_grad = torch.is_grad_enabled() and _reaches_unknown_grad(args, kwargs)
     outputs: list[Value] = []
     result, pattern = _wrap(meta, state, op, outputs, unknown_grad)
+    if number and isinstance(result, Traced):
+        result._maybe_number = True
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
@@ -212,8 +214,13 @@ def call_python(fn: Callable, *args: Any) -> Any:
 
 def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value], pattern: Any) -> None:
     grad = torch.is_grad_enabled()
+    autocast = None
+    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+        now = autocast_state()
+        # `with torch.autocast(...)` entered (or left) inside the function: the node runs under that.
+        autocast = None if now == state.root.entry_autocast else (now or ())
     state.add_node(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
-                        grad_enabled=None if grad == state.entry_grad else grad))
+                        grad_enabled=None if grad == state.entry_grad else grad, autocast=autocast))
 
 
 def _reaches_unknown_grad(args: tuple, kwargs: dict) -> bool:
@@ -290,6 +297,8 @@ def handle_graph_call(func: Callable, args: tuple, kwargs: dict) -> Any:
     name = getattr(func, "__name__", "")
     first = args[0] if args else None
     if isinstance(first, Traced) and getattr(first, "_is_tensor", False):
+        if first._maybe_number and func in _AUGMENTED_FUNCS and len(args) == 2 and not kwargs:
+            return _augmented_number(_AUGMENTED_FUNCS[func], args)
         if name in _NATIVE_METHODS:
             return traced(_native(func, args, kwargs))  # a size known only later: a traced int
         if name == "__get__":
@@ -309,6 +318,39 @@ def handle_graph_call(func: Callable, args: tuple, kwargs: dict) -> Any:
         elif name == "__len__":
             return len(first)
     return record(func, args, kwargs)
+
+
+# `y -= 4` reaches __torch_function__ as `Tensor.sub_` (the C `__isub__` calls it): in-place methods by name.
+_AUGMENTED_FUNCS = {getattr(torch.Tensor, method): dunder for dunder, method in promoted.AUGMENTED_METHODS.items()}
+# Python operators that give a number from numbers: on values that stand for Python numbers, their results
+# stand for numbers too (promoted.py).
+_NUMBER_OPERATORS = frozenset({operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                               operator.mod, operator.pow, operator.neg, operator.pos, abs, operator.and_,
+                               operator.or_, operator.xor, operator.lshift, operator.rshift})
+
+
+def _augmented_number(dunder: str, args: tuple) -> Any:
+    """`y op= x` where `y` stands for a Python number on some path: rebinds or updates in place when it runs."""
+    state = current()
+    fn = promoted.Augmented(dunder)
+    meta = state.engine.infer(fn.function, state.to_value(tuple(args)), {})
+    out = record_with_meta(Op(OpKind.FUNCTION, fn, fn.method.rstrip("_"), effects=Effect.WRITES_FIRST_ARG),
+                           args, {}, meta)
+    out._maybe_number = True
+    return out
+
+
+def _number_arithmetic(op: Op, args: tuple) -> bool:
+    """Whether `op` on `args` is Python arithmetic on values that may all be Python numbers."""
+    if op.kind is not OpKind.OPERATOR or op.target not in _NUMBER_OPERATORS:
+        return False
+    maybe = False
+    for a in args:
+        if getattr(a, "_maybe_number", False) is True:
+            maybe = True
+        elif isinstance(a, torch.Tensor):
+            return False
+    return maybe
 
 
 def _native(func: Callable, args: tuple, kwargs: dict) -> Any:

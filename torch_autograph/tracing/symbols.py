@@ -157,10 +157,13 @@ class SymbolTable:
         of results) gets the hint's answer, and the decision becomes an assumption checked at each call
         (torch's real-tensor propagation: a deferred runtime assert); nothing else is specialised.
         """
+        return self.fresh_size() if hint is None else self.hinted_size(hint)
+
+    def hinted_size(self, hint: int) -> torch.SymInt:
+        """A fresh size whose decisions take `hint`'s answer, each one an assumption checked when the graph runs."""
         sym = self.fresh_size()
-        if hint is not None:
-            _quiet_hint_logs()
-            self.env.set_real_tensor_prop_unbacked_vals(sym.node.expr, hint)
+        _quiet_hint_logs()
+        self.env.set_real_tensor_prop_unbacked_vals(sym.node.expr, hint)
         return sym
 
     def fresh_size(self) -> torch.SymInt:
@@ -270,15 +273,66 @@ class SymbolTable:
                 return state.resolve(source.value)  # Eq(u, 1) of a bool the graph made
         if getattr(expr, "is_Symbol", False):
             return self._symbol_value(expr, state)
+        return self._expr_value(expr, _kind_dtype(x), x, state)
+
+    def _expr_value(self, expr: Any, dtype: torch.dtype, example: Any, state: "TraceState") -> Value:
+        """A node of `state` computing `expr`. Parts made only of symbols of enclosing traces are computed
+        there, once (`i < Max(0, n)` in a loop condition reads `Max(0, n)` from before the loop)."""
         hit = state.sym_values.get(expr)
         if hit is not None:
             return hit
-        args = tuple(self._symbol_value(s, state) for s in symbols)
-        dtype = _kind_dtype(x)
-        out = Value(state.fresh_name("sym"), dtype, (), None, ValueKind.SCALAR, x)
-        state.add_node(Node(expression(expr, symbols, dtype).op(), args, {}, (out,), pattern=out))
+        owner = self._innermost_owner(expr, state)
+        if owner is not None and owner is not state:
+            return state.lift_value(self._expr_value(expr, dtype, example, owner), owner)
+        hoisted: dict[Any, Value] = {}
+        split = self._hoist(expr, state, hoisted)
+        symbols = sorted(split.free_symbols, key=str)
+        args = tuple(hoisted[s] if s in hoisted else self._symbol_value(s, state) for s in symbols)
+        out = Value(state.fresh_name("sym"), dtype, (), None, ValueKind.SCALAR, example)
+        state.add_node(Node(expression(split, symbols, dtype).op(), args, {}, (out,), pattern=out))
         state.sym_values[expr] = out
         return out
+
+    def _hoist(self, expr: Any, state: "TraceState", hoisted: dict[Any, Value]) -> Any:
+        """`expr` with each largest part computable in an enclosing trace replaced by a placeholder symbol
+        (its Value in `hoisted`)."""
+        import sympy
+
+        if not expr.free_symbols or expr.is_Atom:
+            return expr
+        owner = self._innermost_owner(expr, state)
+        if owner is not None and owner is not state:
+            dtype = torch.bool if expr.is_Boolean else torch.int64 if expr.is_integer else torch.float64
+            value = state.lift_value(self._expr_value(expr, dtype, self._symbolic(expr, dtype), owner), owner)
+            placeholder = sympy.Dummy(f"h{len(hoisted)}")
+            hoisted[placeholder] = value
+            return placeholder
+        return expr.func(*(self._hoist(a, state, hoisted) for a in expr.args))
+
+    def _symbolic(self, expr: Any, dtype: torch.dtype) -> Any:
+        from torch.fx.experimental.sym_node import SymNode
+
+        pytype, cls = {torch.bool: (bool, torch.SymBool), torch.float64: (float, torch.SymFloat)}.get(
+            dtype, (int, torch.SymInt))
+        return cls(SymNode(expr, self.env, pytype, None))
+
+    def _innermost_owner(self, expr: Any, state: "TraceState") -> "TraceState | None":
+        """The innermost trace (from `state` outwards) that defines one of `expr`'s symbols."""
+        owners = set()
+        for symbol in expr.free_symbols:
+            source = self.sources.get(symbol)
+            if source is None:
+                return state  # not ours to move
+            owner = state.definer(source.value)
+            if owner is None:
+                return state
+            owners.add(id(owner))
+        s = state
+        while s is not None:
+            if id(s) in owners:
+                return s
+            s = s.parent
+        return state
 
     def _symbol_value(self, symbol: Any, state: "TraceState") -> Value:
         source = self.sources.get(symbol)

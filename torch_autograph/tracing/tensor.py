@@ -62,6 +62,7 @@ class GraphTensor(torch.Tensor, Traced):
         self._origin = origin  # "input", "capture" or "node"
         self._rg_unknown = unknown_grad
         self._grad_hint = None  # an input's (input Value id, requires_grad, is_leaf) of the call's tensor
+        self._maybe_number = False  # stands for a Python number on some path (promoted.py)
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

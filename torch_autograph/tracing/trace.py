@@ -17,13 +17,13 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, map_nest
+from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from .context import Traced, activate, current
 from . import lazy_dynamo
 from .guards import ModuleModes, trace_hooks
 from .lists import GraphList
 from .locations import user_location
-from .messages import autocast_state, leaked_tensor_error
+from .messages import leaked_tensor_error
 from .meta import MetaEngine, meta_example
 from .numbers import traced
 from .recording import TracingMode

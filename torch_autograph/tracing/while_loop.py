@@ -353,9 +353,15 @@ def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inv
             raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
                              f"which does "
                              f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}.")
+        # A dim that changes between iterations is known only when the graph runs; its size on entry is the
+        # hint library code deciding on it gets (`nonzero length?` in attention), each such decision a checked
+        # assumption, as for an input's symbolic dim.
+        hints = tuple(s if d is None and type(s) is int else None for d, s in zip(inv, shape))
         shape = tuple(None if d is None else s for d, s in zip(inv, shape))
+    else:
+        hints = None
     requires_grad = bool(getattr(meta.example, "requires_grad", False))
-    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad)
+    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
     value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
     for d, size in enumerate(value.shape):
         if shape[d] is None:

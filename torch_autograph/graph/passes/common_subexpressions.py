@@ -94,7 +94,8 @@ def _key(node: Node, epoch: int) -> tuple | None:
     except TypeError:
         return None
     outs = tuple((v.dtype, shape_key(v.shape), v.kind) for v in node.outputs)
-    return (node.op.kind, target, args, kwargs, node.grad_enabled, _pattern_key(node.pattern), outs, epoch)
+    return (node.op.kind, target, args, kwargs, node.grad_enabled, node.autocast, _pattern_key(node.pattern), outs,
+            epoch)
 
 
 def _pattern_key(p: Any) -> Any:

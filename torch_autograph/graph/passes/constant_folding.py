@@ -28,13 +28,14 @@ than `MAX_FOLDED_BYTES`. Only the top-level graph is folded.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
 import torch
 
 from ..graph import Graph, Node
-from ..ops import OpKind
+from ..ops import OpKind, under_autocast
 from ..values import Value, ValueKind, is_static
 from ..walkers import iter_values, map_nest
 from .dead_code import eliminate_dead_code
@@ -114,7 +115,8 @@ def _evaluate(node: Node, consts: dict[int, torch.Tensor]) -> torch.Tensor | Non
 
     args, kwargs, op = sub(node.args), sub(node.kwargs), node.op
     try:
-        with torch.no_grad(), torch._C.DisableTorchFunction():
+        with torch.no_grad(), torch._C.DisableTorchFunction(), under_autocast(node.autocast) \
+                if node.autocast is not None else contextlib.nullcontext():
             if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
                 result = op.target(*args, **kwargs)
             elif op.kind is OpKind.METHOD:
