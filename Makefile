@@ -4,14 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow docs bench bench-tf-setup bench-tf fuzz clean
+.PHONY: demo test test-slow docs bench bench-tf-setup bench-tf fuzz clean cpp-demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU build of torch, pinned for development (the package itself accepts torch>=2.4).
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test,docs]"
+	$(PY) -m pip install --quiet -e ".[test,docs,export]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -44,6 +44,16 @@ bench-tf-setup:
 
 bench-tf: $(STAMP)
 	$(PY) benchmarks/bench_vs_tensorflow.py
+
+# A traced function with a tensor loop exported with AOTInductor and run from C++ (examples/cpp; needs CMake, g++).
+CPP_DEMO := build/cpp-demo
+cpp-demo: $(STAMP)
+	$(PY) examples/cpp/export_model.py $(CPP_DEMO)
+	cmake -S examples/cpp -B $(CPP_DEMO)/cmake -DCMAKE_BUILD_TYPE=Release \
+		-DCMAKE_PREFIX_PATH="$$($(PY) -c 'import torch; print(torch.utils.cmake_prefix_path)')" > /dev/null
+	cmake --build $(CPP_DEMO)/cmake -j 2
+	LD_LIBRARY_PATH="$$($(PY) -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')" \
+		$(CPP_DEMO)/cmake/demo $(CPP_DEMO)/aoti/call_0.pt2 $(CPP_DEMO)/tensors.txt
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

@@ -13,8 +13,8 @@ pytest.importorskip("mkdocstrings_handlers.python")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ["index", "coming-from-tf-function", "control-flow", "debugging", "training", "export", "distributed",
-         "performance", "api/function", "api/user-ops", "api/autograph", "api/state", "api/graph", "api/config",
-         "api/errors"]
+         "performance", "api/function", "api/user-ops", "api/autograph", "api/state", "api/export", "api/graph",
+         "api/config", "api/errors"]
 
 
 def test_the_site_builds_strictly_with_every_page(tmp_path):

@@ -7,8 +7,10 @@
     tracing/    backends/       graph (and the leaves; backends also logs); neither imports the other
     state/                      tracing, backends, graph
     staging/                    autograph <-> tracing (and state)
+    exporting/                  graphs as torch.export programs: tracing, state, backends, graph
     function/                   every layer below it
     summary                     function and graph (TensorBoard event files)
+    saved_model/, onnx          saving and ONNX: function, exporting (and below)
     cli, __main__               the command line: the API layers (and __main__ only cli)
     torch_autograph/__init__    the public API: anything
 
@@ -37,11 +39,15 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"graph", "errors", "config", "logs"},
     "state": {"tracing", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
-    "function": {"autograph", "tracing", "state", "backends", "graph", "logs"} | LEAVES,
+    "exporting": {"tracing", "state", "backends", "graph", "logs"} | LEAVES,
+    "function": {"autograph", "tracing", "state", "backends", "exporting", "graph", "logs"} | LEAVES,
     "summary": {"function", "graph"} | LEAVES,
+    "saved_model": {"function", "exporting", "tracing", "state", "graph"} | LEAVES,
+    "onnx": {"function", "exporting", "graph"} | LEAVES,
     "cli": {"autograph", "function", "tracing", "graph"} | LEAVES,
     "__main__": {"cli"},
-    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs"} | LEAVES,
+    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
+            "saved_model", "onnx"} | LEAVES,
 }
 
 

@@ -10,8 +10,9 @@ Decorated functions are traced once per input signature into a graph that
 runs on PyTorch (CPU and CUDA) with gradients through torch.autograd.
 """
 
-from . import autograph, config, errors, nest, staging, summary
+from . import autograph, config, errors, nest, onnx, saved_model, staging, summary
 from .function import ConcreteFunction, Function, TraceEvent, function
+from .function.export_api import export
 from .state import optimizers
 from .state.tape import GradientTape, UnconnectedGradients
 from .state.tensor_array import TensorArray
@@ -37,12 +38,15 @@ __all__ = [
     "cond",
     "config",
     "errors",
+    "export",
     "function",
     "init_scope",
     "nest",
+    "onnx",
     "optimizers",
     "print",
     "py_function",
+    "saved_model",
     "shape",
     "summary",
     "while_loop",

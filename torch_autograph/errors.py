@@ -56,13 +56,17 @@ class OutOfRangeError(TorchAutographError):
 
 
 class GraphLoweringError(TorchAutographError):
-    """A graph cannot be lowered or compiled (`ConcreteFunction.to_fx`, `jit_compile=True`, `cuda_graphs=True`).
+    """A graph cannot be lowered, exported or compiled (`to_fx`, `export`, `jit_compile=True`, `cuda_graphs=True`).
 
     Causes:
     - `ConcreteFunction.to_fx`: a `while` loop or a run-time check (`assert` on a tensor);
       a `cond` whose branches mutate state, return Python values or read a
       run-time Python number as predicate. (`jit_compile=True` splits such
       graphs at their control flow instead.)
+    - `ConcreteFunction.export` (and `ta.export`, `ta.saved_model.save`, `ta.onnx.export`): Python that runs
+      at every call (`ta.py_function`, `ta.print`, a staged optimizer step), autograd inside the graph, a list
+      grown by a `while` loop whose number of iterations is unknown before it runs, a loop variable whose
+      shape changes between iterations, a returned graph list, or torch.export refusing the code of a line.
     - `jit_compile=True`: an op, or a region of ops, inductor cannot compile.
     - `cuda_graphs=True`: a node that cannot be captured into a CUDA graph: a
       host sync (`if`/`while` on a tensor, `.item()`), Python run per call

@@ -324,6 +324,26 @@ def test_auto_installs_the_compiled_code_only_when_it_times_faster(jit_threshold
     torch.testing.assert_close(f(x), before)
 
 
+@pytest.mark.parametrize("wins", [False, True], ids=["default_wins", "compiled_wins"])
+def test_auto_keeps_the_compiled_code_only_if_it_is_also_faster_on_the_callers_calls(jit_threshold, timed,
+                                                                                      monkeypatch, wins):
+    from torch_autograph.backends import tiering
+
+    jit_threshold(1)
+    timed(True)  # the compiling thread's timing says faster
+    monkeypatch.setattr(tiering._Trial, "MARGIN", float("inf") if wins else 0.0)  # what the caller's calls say
+    f = ta.function(lambda x: torch.sin(x) * 2.0 + 1.0, jit_compile="auto")
+    x = torch.randn(8)
+    want = f(x)
+    cf = f.concrete_functions[0]
+    assert cf.wait_for_compile(120) and cf.jit_status == "compiled"
+    for _ in range(2 * tiering._Trial.CALLS):  # alternating default and compiled, timed
+        torch.testing.assert_close(f(x), want)
+    assert cf.jit_status == ("compiled" if wins else "kept default")
+    assert (cf._fn is cf._compiled.default_fn) is not wins
+    assert all(t > 0 for t in cf._compiled.trial_timings)
+
+
 @pytest.mark.parametrize("faster", [False, True], ids=["compiled_slower", "compiled_faster"])
 def test_auto_splits_control_flow_and_installs_the_compiled_regions_only_when_faster(jit_threshold, timed, faster):
     jit_threshold(2)

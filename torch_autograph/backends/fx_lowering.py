@@ -198,12 +198,13 @@ def _branch_module(g: Graph, operands: list[Value]) -> fx.GraphModule:
     return fx.GraphModule(root, fx_graph)
 
 
-def lowering_error(node: Node, why: str, fix: str) -> GraphLoweringError:
+def lowering_error(node: Node, why: str, fix: str, to: str = "torch.fx") -> GraphLoweringError:
+    """The error for a node that cannot be lowered `to` (torch.fx, torch.export): the node, the user's line, a fix."""
     loc = node.origin
     where = f' at File "{loc.filename}", line {loc.lineno}' if loc else ""
     code = f"\n    {loc.line}" if loc and loc.line else ""
     what = f"node %{node.name} ({node.op.name})" if node.outputs else f"the call {node.op.name}"
-    return GraphLoweringError(f"cannot lower {what}{where} to torch.fx: {why}.{code}\n"
+    return GraphLoweringError(f"cannot lower {what}{where} to {to}: {why}.{code}\n"
                               f"Fix: {fix}.")
 
 

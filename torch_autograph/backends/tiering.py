@@ -60,7 +60,9 @@ class Tiered(Compiled):
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
     default function for arguments of another layout or requires_grad pattern than the compiled one
     (never compiling again on the call path). `status`: "default" (counting) -> "compiling" ->
-    "compiled" | "kept default" (the compiled code timed slower) | "failed".
+    "compiled" | "kept default" (the compiled code timed slower) | "failed". A compiled entry is on trial
+    for its first calls (`_Trial`): timed against the default on the caller's own calls, it can still give
+    way to the default ("compiled" -> "kept default").
     """
 
     _ROUNDS = 7  # timing rounds, each `number` calls of either function (about _BATCH_S s of the default's)
@@ -78,6 +80,7 @@ class Tiered(Compiled):
         self.threshold = threshold
         self.on_fail = on_fail
         self.timings: tuple[float, float] | None = None  # (default, compiled) median s per call, once timed
+        self.trial_timings: tuple[float, float] | None = None  # the same on the caller's first calls after
         self.calls = 0
         self.thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -158,7 +161,7 @@ class Tiered(Compiled):
                 self.on_fail(why.split("\nFix:")[0])
                 return
             if samples:
-                self.install(fn)
+                self.install(_Trial(self, fn))  # confirmed on the caller's thread, on its own arguments
             self._status = "compiled" if samples else "kept default"
         finally:
             self.done.set()
@@ -176,7 +179,7 @@ class Tiered(Compiled):
                 self.on_fail(why.split("\nFix:")[0])
                 return
             if faster:
-                self.install(entry)
+                self.install(_Trial(self, entry))  # confirmed on the caller's thread, on its own arguments
             self._status = "compiled" if faster else "kept default"
         finally:
             self.done.set()
@@ -243,3 +246,44 @@ def _examples(args: tuple) -> list[Any]:
                     .requires_grad_(a.requires_grad)
             out.append(a)
     return out
+
+
+class _Trial:
+    """The first calls after a compiled entry is installed: they alternate the default and the compiled
+    function on the caller's thread and arguments (`CALLS` each, timed), then keep the faster for good.
+
+    The compiling thread's timing competes with the caller for the interpreter and runs on copies of the
+    arguments: it can favour code that is slower where it counts (ResNet-18's inductor code timed faster
+    there and ran 1.5x slower in the caller). The compiled code must also win here, by `MARGIN`, or the
+    default comes back ("kept default").
+    """
+
+    CALLS = 6
+    MARGIN = 0.97
+
+    def __init__(self, tier: Any, compiled: Callable[..., Any]) -> None:
+        self.tier = tier
+        self.fns = (tier.default, compiled)
+        self.times: tuple[list[float], list[float]] = ([], [])
+        self.calls = 0
+
+    def __call__(self, *args: Any) -> Any:
+        which = (self.calls + 1) % 2  # the compiled function first
+        self.calls += 1
+        t0 = time.perf_counter()
+        out = self.fns[which](*args)
+        self.times[which].append(time.perf_counter() - t0)
+        if self.calls == 2 * self.CALLS:
+            self.decide()
+        return out
+
+    def decide(self) -> None:
+        # The first call of each may still compile a variant or warm caches: each side's first timing is dropped.
+        default, compiled = (statistics.median(t[1:]) for t in self.times)
+        tier = self.tier
+        tier.trial_timings = (default, compiled)
+        if compiled < default * self.MARGIN:
+            tier.install(self.fns[1])
+        else:
+            tier.install(self.fns[0])
+            tier._status = "kept default"

@@ -164,6 +164,30 @@ class ConcreteFunction:
         """
         return to_fx(self.graph)
 
+    def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
+        """The graph as a `torch.export.ExportedProgram`: `cond` as `torch.cond`, loops as `torch.while_loop`,
+        asserts as `torch._assert_async`, captured tensors as parameters and buffers (updated ones mutated),
+        the signature's None dims as `torch.export.Dim`s.
+
+        The program takes the flat tensor inputs (the tensors of the arguments, in order) and returns a tuple of
+        the tensor outputs (run-time Python numbers as 0-d tensors; Python constants among the outputs are left
+        out). `example_args` are optional: by default zeros of the signature's shapes are traced.
+
+        Raises:
+            GraphLoweringError: what an exported program cannot hold (`ta.py_function`, `ta.print`, autograd
+                inside the graph, a list grown by a `while` loop of unknown length), naming the node and the
+                user's line; or torch.export failing on the code of one line.
+        """
+        from ..exporting.program import export_graph
+
+        example = None
+        if example_args or example_kwargs:
+            example = self.flat_inputs(bind_arguments(self._signature, example_args, example_kwargs, self.name))
+        try:
+            return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
+        except Exception as e:
+            raise strip_internal_frames(e)
+
     # ----- inspection ---------------------------------------------------------------
     @property
     def inputs(self) -> list[Value]:

@@ -293,19 +293,15 @@ class Function:
             return None
         specs = tuple(input_signature)
         params = list(self._signature.parameters.values())
-        if self._instance_ref is None and _is_method_definition(self._python_function) and params:
-            params = params[1:]  # a decorated method: the signature covers the arguments after `self`
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            raise TypeError(f"{self._name}: input_signature cannot be used with **kwargs in the signature "
-                            f"{self._signature}")
-        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(specs) > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
-            raise TypeError(f"{self._name}: input_signature has {len(specs)} entries but the function takes "
-                            f"{len(positional)} positional arguments {self._signature}")
-        for p in positional[len(specs):]:
-            if p.default is p.empty:
-                raise TypeError(f"{self._name}: input_signature does not cover argument {p.name!r}, which has "
-                                f"no default")
+        try:
+            _check_specs_cover(specs, params, self._name, self._signature)
+        except TypeError:
+            # A function defined in a class body is a method unless it is static: there the signature covers
+            # the arguments after the instance, whatever that parameter is called (the instance's own Function,
+            # made on attribute access, checks again without it).
+            if self._instance_ref is not None or not _is_method_definition(self._python_function) or not params:
+                raise
+            _check_specs_cover(specs, params[1:], self._name, self._signature)
         for s in nest.flatten(specs):
             if not isinstance(s, TensorSpec):
                 raise TypeError(f"{self._name}: input_signature must hold only ta.TensorSpec, got {s!r}")
@@ -395,12 +391,22 @@ def _all_specs(bound: dict[str, Any]) -> bool:
 
 
 def _is_method_definition(fn: Any) -> bool:
-    """A function defined in a class body (decorated as a method): its first parameter is `self`."""
+    """A plain function defined in a class body (decorated there): a method unless it is a staticmethod."""
     qualname = getattr(fn, "__qualname__", "")
-    if not isinstance(fn, types.FunctionType) or "." not in qualname or "<locals>" in qualname.rsplit(".", 1)[-1]:
-        return False
-    params = list(inspect.signature(fn).parameters)
-    return bool(params) and params[0] in ("self", "cls")
+    return isinstance(fn, types.FunctionType) and "." in qualname and qualname.rsplit(".", 2)[-2] != "<locals>"
+
+
+def _check_specs_cover(specs: tuple, params: list, name: str, signature: inspect.Signature) -> None:
+    """Raise TypeError unless `specs` fit the positional parameters `params` (the rest having defaults)."""
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        raise TypeError(f"{name}: input_signature cannot be used with **kwargs in the signature {signature}")
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(specs) > len(positional) and not any(p.kind is p.VAR_POSITIONAL for p in params):
+        raise TypeError(f"{name}: input_signature has {len(specs)} entries but the function takes "
+                        f"{len(positional)} positional arguments {signature}")
+    for p in positional[len(specs):]:
+        if p.default is p.empty:
+            raise TypeError(f"{name}: input_signature does not cover argument {p.name!r}, which has no default")
 
 
 def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> None:

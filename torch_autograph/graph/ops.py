@@ -105,11 +105,19 @@ class WhileOp:
     `loop_vars` are the values the condition (subgraphs[0], one output) and
     the body (subgraphs[1], one output per loop var) read; node args start
     with their initial values. `maximum_iterations` is None, an int or a Value.
+    `trip_count`: for a `for` loop, the number of elements it iterates over, known
+    before the loop starts (an int or a Value): the loop runs at most that many
+    times (exporting preallocates what the loop appends); None for a `while`.
     """
 
     loop_vars: tuple[Value, ...]
     maximum_iterations: Any = None
     checks_iteration: bool = False  # the last loop var says whether the body ran (variables first assigned in it)
+    trip_count: Any = None
+
+    def bound_values(self) -> list[Value]:
+        """The Values among `maximum_iterations` and `trip_count` (node arguments too, kept alive by them)."""
+        return [v for v in (self.maximum_iterations, self.trip_count) if isinstance(v, Value)]
 
     def __repr__(self) -> str:
         return "while"

@@ -131,7 +131,7 @@ class TorchStagingBackend:
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
         out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars), names=("iteration",) + tuple(names),
                             shape_invariants=invariants, maximum_iterations=options.get("maximum_iterations"),
-                            origin=location(origin), require_iteration=require)
+                            origin=location(origin), require_iteration=require, trip_count=n)
         assert len(out) == n_vars + 1
         return tuple(out[1:])
 

@@ -182,6 +182,11 @@ def merge_elements(a: Value | None, b: Any, what: str) -> tuple[torch.dtype | No
     return a.dtype, tuple(_visible(x) if same_dim(x, y) else None for x, y in zip(a.shape, b.shape)), a.device
 
 
+def input_size(d: Any) -> Any:
+    """`d` if it is an int or made only from sizes of the function's inputs, else None."""
+    return _visible(d)
+
+
 def _visible(d: Any) -> Any:
     """`d` if it is an int or made only from sizes of the function's inputs, else None."""
     if d is None or type(d) is int:

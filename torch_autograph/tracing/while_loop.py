@@ -58,7 +58,7 @@ from .trace import TraceState
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,
                names: Sequence[str] | None = None, shape_invariants: dict[int, Any] | None = None,
                maximum_iterations: Any = None, origin: SourceLocation | None = None,
-               require_iteration: Sequence[int] = ()) -> tuple:
+               require_iteration: Sequence[int] = (), trip_count: Any = None) -> tuple:
     """`while cond_fn(*vars): vars = body_fn(*vars)`, as a graph `while` when the condition is a graph value.
 
     Args:
@@ -71,6 +71,7 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
         maximum_iterations: stop after this many iterations.
         require_iteration: indices of UNSET loop vars (first assigned in the body)
             whose later use needs the loop to have run once: a run-time check.
+        trip_count: a `for` loop's number of elements (an upper bound on its iterations), or None.
 
     Returns:
         The final loop variables as a tuple.
@@ -91,7 +92,7 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
                      for i, v in enumerate(loop_vars))
         try:
             return _structured_while(state, cond_fn, body_fn, tops, names, shape_invariants or {},
-                                     maximum_iterations, origin, require_iteration)
+                                     (maximum_iterations, trip_count), origin, require_iteration)
         except _ListGrew as grew:
             # A Python list appended to in the loop body: undo the trace-time appends and carry
             # it as a graph list instead.
@@ -117,7 +118,7 @@ class _UnsetTakesStructure(Exception):
 
 
 def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
-                      names: tuple, invariants: dict, maximum_iterations: Any, origin: SourceLocation | None,
+                      names: tuple, invariants: dict, bounds: tuple, origin: SourceLocation | None,
                       require_iteration: Sequence[int]) -> tuple:
     """Flatten nested loop variables to leaves, run the leaf-level loop, pack the results."""
     chunks = [nest.flatten(v) for v in tops]
@@ -166,7 +167,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     inferred: dict[int, Any] = {}
     for _ in range(8):
         result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                            maximum_iterations, origin, promote, leaf_require, refined, inferred)
+                            bounds, origin, promote, leaf_require, refined, inferred)
         if not isinstance(result, _Retrace):
             return pack(result)
         promote.update(result.promote)
@@ -218,7 +219,7 @@ class _Changes:
 
 
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
-               names: Sequence[str] | None, invariants: dict, maximum_iterations: Any,
+               names: Sequence[str] | None, invariants: dict, bounds: tuple,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
                refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
@@ -309,7 +310,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     bb.graph.outputs = [ov for _, ov in outs] + ([True] if iterated is not None else [])
     eliminate_dead_code(cb.graph)
     eliminate_dead_code(bb.graph)
-    return _while_node(state, cb, bb, carried, inits, iterated, required, names, maximum_iterations, origin, raw)
+    return _while_node(state, cb, bb, carried, inits, iterated, required, names, bounds, origin, raw)
 
 
 def _promoted(v: Any, like: Value) -> Any:
@@ -476,12 +477,12 @@ def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tupl
 
 
 def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
-                iterated: Value | None, required: list[int], names: Sequence[str] | None, maximum_iterations: Any,
+                iterated: Value | None, required: list[int], names: Sequence[str] | None, bounds: tuple,
                 origin: SourceLocation | None, raw: list) -> tuple:
-    """Record the `while` node (and the run-time check of `required` variables); return the final values."""
-    max_iter = maximum_iterations
-    if is_graph_value(max_iter):
-        max_iter = state.to_value(max_iter)
+    """Record the `while` node (and the run-time check of `required` variables); return the final values.
+
+    `bounds`: (maximum_iterations, trip_count), each None, an int or a run-time number."""
+    max_iter, trips = (state.to_value(b) if is_graph_value(b) else b for b in bounds)
     init_args = []
     for i in carried:
         v = inits[i]
@@ -496,8 +497,9 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     final_iterated = _iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
-    extra = (max_iter,) if isinstance(max_iter, Value) else ()
-    op = control_op(WhileOp(loop_values, max_iter, checks_iteration=iterated is not None), "while",
+    target = WhileOp(loop_values, max_iter, checks_iteration=iterated is not None, trip_count=trips)
+    extra = tuple(target.bound_values())
+    op = control_op(target, "while",
                     [n for g in (cb.graph, bb.graph) for n in g.nodes])
     node = Node(op,
                 (tuple(init_args), *lifted, *extra), {}, outputs, pattern=outputs, origin=origin,
@@ -555,13 +557,19 @@ def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
             return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
         if v.kind is ValueKind.LIST:
             return lists.new_list([])
-        shape = tuple(d if type(d) is int else 0 for d in v.shape)  # never read: sizes known only later are 0
+        # Never read, but of the body's shape where that is known before the loop (a size of the inputs), so
+        # the loop variable keeps one shape (an exported loop needs that); other sizes known only later are 0.
+        shape = tuple(d if type(d) is int else _or_zero(lists.input_size(d)) for d in v.shape)
         return torch.zeros(shape, dtype=v.dtype, device=v.device)
     if type(v) in SCALAR_DTYPES:
         return type(v)()
     raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
                      f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
                      f"are tensors and Python numbers.")
+
+
+def _or_zero(d: Any) -> Any:
+    return 0 if d is None else d
 
 
 def _element_fits(shape: tuple | None, element: tuple | None) -> bool:

@@ -135,9 +135,11 @@ def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
         target = node.op.target
         if not isinstance(target, WhileOp):
             node.args = node.args[:1] + tuple(unique_values(node.args[1:]))  # cond: (pred, *lifted values)
-        if isinstance(target, WhileOp) and isinstance(target.maximum_iterations, Value):
-            limit = mapping.get(id(target.maximum_iterations), target.maximum_iterations)
-            node.op = dataclasses.replace(node.op, target=dataclasses.replace(target, maximum_iterations=limit))
+        if isinstance(target, WhileOp) and target.bound_values():
+            limit, trips = (mapping.get(id(v), v) if isinstance(v, Value) else v
+                            for v in (target.maximum_iterations, target.trip_count))
+            node.op = dataclasses.replace(node.op, target=dataclasses.replace(target, maximum_iterations=limit,
+                                                                             trip_count=trips))
         for sub in node.subgraphs:
             _substitute_graph(sub, mapping)
 
@@ -156,8 +158,8 @@ def _reads(node: Node) -> list[Value]:
         for n in sub.nodes:
             vals += _reads(n)
     target = node.op.target
-    if isinstance(target, WhileOp) and isinstance(target.maximum_iterations, Value):
-        vals.append(target.maximum_iterations)
+    if isinstance(target, WhileOp):
+        vals += target.bound_values()
     return vals
 
 

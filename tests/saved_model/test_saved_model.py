@@ -1,0 +1,184 @@
+"""`ta.saved_model.save` / `load`: every concrete function saved, weights once, loaded without the source."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+import torch
+
+import torch_autograph as ta
+
+warnings.filterwarnings("ignore", message=".*(while_loop|cond|Symbol).*")
+ROWS = ta.TensorSpec([None, 3], torch.float32)
+COUNT = ta.TensorSpec([], torch.int64)
+
+
+class Model(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(3, 2)
+        self.calls = ta.Variable(torch.tensor(0), trainable=False)
+
+    @ta.function(input_signature=[ROWS, COUNT])
+    def predict(self, x, n):
+        y = self.lin(x)
+        for i in range(n):
+            if y.sum() > 0:
+                y = torch.tanh(y) + i
+            else:
+                y = y * 0.5
+        self.calls.assign_add(1)
+        return {"y": y, "n": n}
+
+    @ta.function
+    def double(self, x):
+        return x * 2, "label"
+
+
+def test_a_module_round_trip_keeps_names_signatures_and_shares_variables(tmp_path):
+    m = Model()
+    m.double(torch.ones(2))  # traced: saved with its (static) signature
+    ta.saved_model.save(m, tmp_path)
+    meta = json.loads((tmp_path / "saved_model.json").read_text())
+    assert sorted(meta["functions"]) == ["double", "predict"] and meta["signatures"] == {"serving_default":
+                                                                                         ["predict", 0]}
+    names = meta["variables"]  # once each, though two functions read the weights
+    assert names[:3] == ["lin.weight", "lin.bias", "calls"] and len(set(names)) == len(names)
+    loaded = ta.saved_model.load(tmp_path)
+    for n in (0, 1, 4):
+        x = torch.randn(5, 3)
+        got, want = loaded.predict(x, torch.tensor(n)), m.predict(x, torch.tensor(n))
+        assert list(got) == ["y", "n"]
+        torch.testing.assert_close(got["y"], want["y"])
+        torch.testing.assert_close(got["n"], want["n"])
+    assert int(loaded.calls) == 3 == int(loaded.variables["calls"])  # the loaded program's Variable, updated
+    got = loaded.signatures["serving_default"](torch.ones(1, 3), torch.tensor(2))
+    torch.testing.assert_close(got["y"], m.predict(torch.ones(1, 3), torch.tensor(2))["y"])
+    y, label = loaded.double(torch.ones(2))
+    torch.testing.assert_close(y, torch.full((2,), 2.0))
+    assert label == "label"
+    with pytest.raises(TypeError, match=r"loaded function 'double': no saved signature matches the arguments "
+                                        r"\(Tensor\(shape=\(3,\), dtype=torch.float32\)\). Saved signatures:\n"
+                                        r"  \(x: float32\[2\]\)"):
+        loaded.double(torch.ones(3))
+
+
+def test_a_function_saved_alone_loads_as_a_callable(tmp_path):
+    @ta.function(input_signature=[ROWS])
+    def normalize(x):
+        while x.abs().max() > 1:
+            x = x / 2
+        return x
+
+    ta.saved_model.save(normalize, tmp_path)
+    loaded = ta.saved_model.load(tmp_path)
+    x = torch.randn(6, 3) * 10
+    torch.testing.assert_close(loaded(x), normalize(x))
+    assert list(loaded.signatures) == ["serving_default"]
+
+
+def test_gradients_flow_through_a_loaded_cond_and_while(tmp_path):
+    @ta.function(input_signature=[ROWS, COUNT])
+    def f(x, n):
+        for _ in range(n):
+            if x.sum() > 0:
+                x = x * x
+            else:
+                x = torch.sin(x)
+        return x.sum()
+
+    ta.saved_model.save(f, tmp_path)
+    loaded = ta.saved_model.load(tmp_path)
+    for sign in (1.0, -1.0):
+        x = (torch.rand(2, 3) * 0.5 + 0.1) * sign
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        loaded(a, torch.tensor(2)).backward()
+        f(b, torch.tensor(2)).backward()
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_what_cannot_be_saved_is_named(tmp_path):
+    with pytest.raises(TypeError, match="object has no ta.function .* nothing to save"):
+        ta.saved_model.save(torch.nn.Linear(2, 2), tmp_path)
+
+    @ta.function
+    def scale(x, factor):
+        return x * factor.value
+
+    class Box:
+        value = 2.0
+
+    scale(torch.ones(2), Box())
+    with pytest.raises(TypeError, match=r"^scale: factor was traced for the object Object\[Box at"):
+        ta.saved_model.save(scale, tmp_path)
+
+
+DEFINITIONS = '''
+import torch
+import torch_autograph as ta
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.lin = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.LayerNorm(4)
+
+    @ta.function(input_signature=[ta.TensorSpec([None, 4], torch.float32), ta.TensorSpec([], torch.int64)])
+    def run(self, x, steps):
+        outs = []
+        for i in range(steps):
+            x = torch.relu(self.lin(x))
+            if x.mean() > 0.5:
+                x = x / 2
+            outs.append(x.sum(0))
+        assert x.abs().sum() < 1e6, "diverged"
+        return self.norm(x), torch.stack(outs)
+'''
+
+SAVE = '''
+import sys, torch, torch_autograph as ta
+sys.path.insert(0, sys.argv[2])
+import counter_defs
+m = counter_defs.Counter().eval()
+ta.saved_model.save(m, sys.argv[1])
+torch.manual_seed(5)
+inputs = [(torch.randn(n, 4), torch.tensor(k)) for n, k in ((3, 2), (7, 5), (1, 1))]
+torch.save({"inputs": inputs, "outputs": [m.run(*a) for a in inputs]}, sys.argv[1] + "/expected.pt")
+'''
+
+LOAD = '''
+import sys, torch, torch_autograph as ta
+try:
+    import counter_defs
+    raise SystemExit("the defining module is still importable")
+except ImportError:
+    pass
+loaded = ta.saved_model.load(sys.argv[1])
+expected = torch.load(sys.argv[1] + "/expected.pt")
+for args, want in zip(expected["inputs"], expected["outputs"]):
+    got = loaded.run(*args)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+print("matched", len(expected["inputs"]))
+'''
+
+
+def test_loads_in_a_fresh_process_after_the_defining_module_is_deleted(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "saved"
+    src.mkdir()
+    (src / "counter_defs.py").write_text(textwrap.dedent(DEFINITIONS))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    subprocess.run([sys.executable, "-c", SAVE, str(out), str(src)], check=True, env=env, capture_output=True)
+    (src / "counter_defs.py").unlink()
+    subprocess.run(["rm", "-rf", str(src)], check=True)
+    done = subprocess.run([sys.executable, "-c", LOAD, str(out)], env=env, capture_output=True, text=True,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("matched 3")
