@@ -58,11 +58,13 @@ def _pair(make_model=_model, **ddp_kwargs):
     return models, opts
 
 
-def _train_step(model, opt):
+def _train_step(model, opt, clip=False):
     def step(x, y):
         opt.zero_grad()
         loss = F.mse_loss(model(x), y)
         loss.backward()
+        if clip:  # reads the gradients DDP all-reduced in the backward
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
         opt.step()
         return loss
 
@@ -70,10 +72,10 @@ def _train_step(model, opt):
 
 
 # ----- the scenarios, run in each spawned process ---------------------------------------------------------
-def _ddp_step(rank, make_model=_model, **options):
+def _ddp_step(rank, make_model=_model, clip=False, **options):
     (eager_model, graph_model), (eager_opt, graph_opt) = _pair(make_model)
-    eager = _train_step(eager_model, eager_opt)
-    graph = ta.function(_train_step(graph_model, graph_opt), **options)
+    eager = _train_step(eager_model, eager_opt, clip)
+    graph = ta.function(_train_step(graph_model, graph_opt, clip), **options)
     losses = {"eager": [], "graph": []}
     for x, y in _batches(rank):
         losses["eager"].append(eager(x, y).item())
@@ -188,7 +190,8 @@ def _static_graph(rank):
 def worker(rank, world):
     return {"step": _ddp_step(rank), "no_sync": _no_sync_accumulation(rank),
             "no_sync_outside": _no_sync_around_the_call(rank), "unused": _find_unused_parameters(rank),
-            "static": _static_graph(rank), "jit": _ddp_step(rank, _deep_model, jit_compile=True)}
+            "static": _static_graph(rank), "jit": _ddp_step(rank, _deep_model, jit_compile=True),
+            "clip": _ddp_step(rank, clip=True)}
 
 
 @pytest.fixture(scope="module")
@@ -222,8 +225,8 @@ def test_ddp_step_matches_eager_ddp_for_every_step(results):
         assert len(r["step"]["losses"]["graph"]) == STEPS
         assert r["step"]["traces"] == 1
         names = r["step"]["names"]
-        assert names.index("DistributedDataParallel._pre_forward") < names.index("linear") < \
-            names.index("DistributedDataParallel._post_forward") < names.index("backward")
+        assert names.index("ddp_pre_forward") < names.index("linear") < \
+            names.index("ddp_post_forward") < names.index("backward")
     assert results[0]["step"]["losses"]["graph"] != results[1]["step"]["losses"]["graph"]  # each rank its data
     _same_params_everywhere(results, "step")
 
@@ -250,10 +253,17 @@ def test_static_graph(results):
     _same_params_everywhere(results, "static")
 
 
+def test_clipping_reads_the_all_reduced_gradients(results):
+    for r in results:
+        assert r["clip"]["losses"]["graph"] == r["clip"]["losses"]["eager"]
+        assert "grad" in r["clip"]["names"]  # p.grad after the backward: a graph value, read at run time
+    _same_params_everywhere(results, "clip")
+
+
 def test_jit_compile_ddp_step_matches_eager(results):
     for r in results:
         _close(r["jit"]["losses"]["graph"], r["jit"]["losses"]["eager"], exact=False)
-        assert "DistributedDataParallel._pre_forward" in r["jit"]["names"]
+        assert "ddp_pre_forward" in r["jit"]["names"]
         assert r["jit"]["jit"] == "compiled"
         # the model between DDP's halves is one region, large enough to run compiled when training
         assert max(r["jit"]["regions"]) >= regions.MIN_TRAINING_REGION_OPS
@@ -302,5 +312,6 @@ def test_graph_shows_ddp_halves_around_the_module(one_process_group):
     x = torch.randn(3, 4)
     torch.testing.assert_close(predict(x), model.module(x) * 2)
     text = str(predict.get_concrete_function(x).graph)
-    assert "DistributedDataParallel._pre_forward(%x)" in text
-    assert "DistributedDataParallel._post_forward(%linear)" in text
+    assert "%ddp_pre_forward, = DistributedDataParallel._pre_forward(%x)  -> (float32[3, 4] cpu)" in text
+    assert "torch.nn.functional.linear(%ddp_pre_forward, %linear_weight, %linear_bias)" in text
+    assert "%ddp_post_forward, = DistributedDataParallel._post_forward(%linear)  -> (float32[3, 2] cpu)" in text

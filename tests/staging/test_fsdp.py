@@ -51,7 +51,7 @@ def _full_params(model):
     return [p.full_tensor().flatten().tolist() for p in model.parameters()]
 
 
-def _train(rank, **shard_kwargs):
+def _train(rank, clip=False, **shard_kwargs):
     (eager_model, graph_model), (eager_opt, graph_opt) = _sharded_pair(**shard_kwargs)
 
     def make(model, opt):
@@ -59,6 +59,8 @@ def _train(rank, **shard_kwargs):
             opt.zero_grad()
             loss = F.mse_loss(model(x), y)
             loss.backward()
+            if clip:  # on the sharded DTensor gradients, read as graph values after the backward
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
             opt.step()
             return loss
         return step
@@ -100,7 +102,7 @@ def _accumulate(rank):
 
 def worker(rank, world):
     return {"train": _train(rank), "keep_unsharded": _train(rank, reshard_after_forward=False),
-            "accumulate": _accumulate(rank)}
+            "accumulate": _accumulate(rank), "clip": _train(rank, clip=True)}
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +125,8 @@ def test_fsdp2_step_matches_eager_fsdp2(results):
         assert len(r["train"]["losses"]["graph"]) == STEPS
         assert r["train"]["sharded"][0] == [8, 4]  # Linear(4, 16).weight: half of the rows on each rank
         names = r["train"]["names"]
-        assert names.count("FSDP.pre_forward") == 4 and names.count("FSDP.post_forward") == 4  # root + 3 Linear
-        assert names.index("FSDP.pre_forward") < names.index("linear") < names.index("backward")
+        assert names.count("fsdp_pre_forward") == 4 and names.count("fsdp_post_forward") == 4  # root + 3 Linear
+        assert names.index("fsdp_pre_forward") < names.index("linear") < names.index("backward")
 
 
 def test_fsdp2_without_reshard_after_forward(results):
@@ -133,3 +135,7 @@ def test_fsdp2_without_reshard_after_forward(results):
 
 def test_fsdp2_gradient_accumulation_without_sync(results):
     _check(results, "accumulate")
+
+
+def test_fsdp2_clip_grad_norm_on_sharded_gradients(results):
+    _check(results, "clip")

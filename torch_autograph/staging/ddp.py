@@ -15,9 +15,9 @@ halves become nodes (`Effect.RUNS_PYTHON`) that call DDP's own `_pre_forward`
 and `_post_forward` when the graph runs, on the call's real tensors, and hand
 on the tensors they return::
 
-    %x_1 = DistributedDataParallel._pre_forward(%x)            # the inputs DDP passes on
-    %linear = torch.nn.functional.linear(%x_1, %weight, %bias)  # the wrapped module, traced
-    %linear_1 = DistributedDataParallel._post_forward(%linear)  # what DDP returns (its _DDPSink output)
+    %ddp_pre_forward = DistributedDataParallel._pre_forward(%x)      # the inputs DDP passes on
+    %linear = torch.nn.functional.linear(%ddp_pre_forward, %linear_weight, %linear_bias)  # the module
+    %ddp_post_forward = DistributedDataParallel._post_forward(%linear)  # what DDP returns (_DDPSink's)
 
 So every call prepares the reducer exactly as eager DDP does, and the staged
 `loss.backward()` node runs autograd, whose hooks (registered by DDP's C++
@@ -64,18 +64,30 @@ _in_no_sync: contextvars.ContextVar[frozenset] = contextvars.ContextVar("ta_ddp_
 
 # ----- what runs when the graph runs -------------------------------------------------------------------------
 class Flat:
-    """A nest (args and kwargs, or a forward's output) as its tensor leaves plus what rebuilds it."""
+    """A nest (args and kwargs, or a forward's output) as its tensor leaves plus what rebuilds it.
 
-    __slots__ = ("leaves", "spec", "positions")
+    The common nests skip torch's pytree at every call: a lone tensor, and positional tensors without kwargs.
+    """
+
+    __slots__ = ("leaves", "spec", "positions", "kind")
 
     def __init__(self, tree: Any) -> None:
         self.leaves, self.spec = pytree.tree_flatten(tree)
         self.positions = tuple(i for i, x in enumerate(self.leaves) if isinstance(x, torch.Tensor))
+        self.kind = "tree"
+        if isinstance(tree, torch.Tensor):
+            self.kind = "tensor"
+        elif _is_positional(tree):
+            self.kind = "positional"
 
     def tensors(self) -> tuple:
         return tuple(self.leaves[i] for i in self.positions)
 
     def rebuild(self, tensors: tuple) -> Any:
+        if self.kind == "tensor":
+            return tensors[0]
+        if self.kind == "positional":
+            return tuple(tensors), {}
         leaves = list(self.leaves)
         for i, t in zip(self.positions, tensors):
             leaves[i] = t
@@ -83,12 +95,22 @@ class Flat:
 
     def tensors_of(self, tree: Any, what: str) -> tuple:
         """The tensor leaves of `tree`, which must have this nest's tensor positions."""
+        if self.kind == "tensor" and isinstance(tree, torch.Tensor):
+            return (tree,)
+        if self.kind == "positional" and _is_positional(tree) and len(tree[0]) == len(self.positions):
+            return tree[0]
         leaves, _ = pytree.tree_flatten(tree)
         positions = tuple(i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor))
         if positions != self.positions:
             raise InvalidArgumentError(f"{what} returned tensors at other places of its result than when the "
-                                       f"function was traced; torch_autograph cannot follow that DDP change")
+                                       f"function was traced; torch_autograph cannot follow that change")
         return tuple(leaves[i] for i in positions)
+
+
+def _is_positional(tree: Any) -> bool:
+    """`((t1, t2, ...), {})`: positional tensor arguments and no keyword arguments."""
+    return (type(tree) is tuple and len(tree) == 2 and type(tree[0]) is tuple and type(tree[1]) is dict
+            and not tree[1] and all(isinstance(t, torch.Tensor) for t in tree[0]))
 
 
 class _ForwardHalf:
@@ -119,7 +141,7 @@ class _ForwardHalf:
             result = _ORIGINALS["_pre_forward"](ddp, *args, **kwargs)
         else:
             result = _ORIGINALS["_post_forward"](ddp, tree)
-        return self.flat.tensors_of(result, f"DistributedDataParallel.{self.label}")
+        return tuple(self.flat.tensors_of(result, f"DistributedDataParallel.{self.label}"))
 
     @property
     def label(self) -> str:
@@ -138,7 +160,7 @@ def _record_half(ddp: Any, half: str, tree: Any, device: torch.device | None = N
     metas = tuple(TensorMeta(like_example(t._value), device or t._value.device, t.raw_requires_grad())
                   for t in tensors)
     target = _ForwardHalf(ddp, half, flat, id(ddp) in _in_no_sync.get())
-    op = Op(OpKind.FUNCTION, target, f"DistributedDataParallel.{target.label}", effects=Effect.RUNS_PYTHON)
+    op = Op(OpKind.FUNCTION, target, f"ddp_{half}_forward", effects=Effect.RUNS_PYTHON)
     outputs = record_with_meta(op, tensors, {}, metas)
     return flat.rebuild(tuple(outputs))
 

@@ -13,9 +13,12 @@ and registers two forward hooks. Eager, each call runs::
 
 Traced, the module's call is staged like DDP's (staging/ddp.py)::
 
-    %x_1, %weight, %bias = FSDP.pre_forward[Linear](%x)       # the pre-hook, then the unsharded params
-    %linear = torch.nn.functional.linear(%x_1, %weight, %bias)  # the forward, traced
-    %linear_1 = FSDP.post_forward[Linear](%x_1, %linear)      # the post-hook
+    %fsdp_pre_forward, %fsdp_pre_forward_1, %fsdp_pre_forward_2 = FSDP.pre_forward[Linear](%x)
+    %linear = torch.nn.functional.linear(%fsdp_pre_forward, %fsdp_pre_forward_1, %fsdp_pre_forward_2)
+    %fsdp_post_forward = FSDP.post_forward[Linear](%fsdp_pre_forward, %linear)
+
+(the inputs the pre-hook passes on, then the unsharded weight and bias; the
+forward, traced; the post-hook on the inputs and outputs).
 
 The pre node runs FSDP's own pre-hook on the call's tensors and returns the
 inputs it passes on and the unsharded parameters it installed, read when the
@@ -157,7 +160,7 @@ def _staged_call(module: Any, args: tuple, kwargs: dict) -> Any:
                                            tuple(fp._contiguous_orig_stride), fp.sharded_param.requires_grad),
                               fp.device, fp.sharded_param.requires_grad) for fp, _ in params]
     pre = _PreForward(module, pre_hooks, flat_in, [(info.module, info.param_name) for _, info in params], label)
-    outs = record_with_meta(Op(OpKind.FUNCTION, pre, f"FSDP.pre_forward", effects=Effect.RUNS_PYTHON), inputs, {},
+    outs = record_with_meta(Op(OpKind.FUNCTION, pre, "fsdp_pre_forward", effects=Effect.RUNS_PYTHON), inputs, {},
                             tuple(_metas(inputs) + param_metas))
     n = len(inputs)
     args, kwargs = flat_in.rebuild(tuple(outs[:n]))
@@ -171,7 +174,7 @@ def _staged_call(module: Any, args: tuple, kwargs: dict) -> Any:
     arg_tensors = _graph_tensors(state, flat_args.tensors())
     out_tensors = _graph_tensors(state, flat_out.tensors())
     post = _PostForward(module, post_hooks, flat_args, flat_out, label)
-    final = record_with_meta(Op(OpKind.FUNCTION, post, "FSDP.post_forward", effects=Effect.RUNS_PYTHON),
+    final = record_with_meta(Op(OpKind.FUNCTION, post, "fsdp_post_forward", effects=Effect.RUNS_PYTHON),
                              arg_tensors + out_tensors, {}, tuple(_metas(out_tensors)))
     return flat_out.rebuild(tuple(final))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import torch
 
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
 from .locations import user_location
