@@ -14,7 +14,9 @@ the same parameters.
 """
 
 import copy
+import gc
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -47,15 +49,8 @@ def make_step(model, optimizer, world):
     return train_step
 
 
-def main():
-    cuda = torch.cuda.is_available()
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    torch.set_num_threads(1)
-
+def train(rank, world, device):
+    cuda = device.type == "cuda"
     features, labels = dataset()
     features, labels = features.to(device), labels.to(device)
     # This process's batches: a different shard of the data on each rank.
@@ -82,8 +77,7 @@ def main():
                 torch.testing.assert_close(p, q)
         losses.append(mean_loss.item())
         if (i + 1) % 50 == 0:
-            print(f"rank {rank}: step {i + 1:3d}  local loss {loss.item():.4f}  mean loss {mean_loss.item():.4f}",
-                  flush=True)
+            say(f"rank {rank}: step {i + 1:3d}  local loss {loss.item():.4f}  mean loss {mean_loss.item():.4f}")
 
     first, last = sum(losses[:20]) / 20, sum(losses[-20:]) / 20
     assert last < 0.7 * first, (first, last)
@@ -92,8 +86,28 @@ def main():
     gathered = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(gathered, flat)
     assert all(torch.equal(flat, other) for other in gathered), "the processes hold different parameters"
-    print(f"rank {rank}: train_ddp OK: mean loss {first:.3f} -> {last:.3f} on {world} processes, first {CHECK} "
-          f"steps match eager DDP, parameters equal on every rank", flush=True)
+    say(f"rank {rank}: train_ddp OK: mean loss {first:.3f} -> {last:.3f} on {world} processes, first {CHECK} "
+        f"steps match eager DDP, parameters equal on every rank")
+
+
+def say(line):
+    """One write per line, so the lines of the processes do not interleave within a line."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    cuda = torch.cuda.is_available()
+    dist.init_process_group("nccl" if cuda else "gloo")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    torch.set_num_threads(1)
+    train(dist.get_rank(), dist.get_world_size(), device)
+    # The DDP models (and the graphs that call them) hold the process group: free them first, so that
+    # destroy_process_group really shuts its backend down. A gloo group still alive when the interpreter
+    # exits can abort the process ("terminate called without an active exception"), in eager DDP too.
+    gc.collect()
     dist.destroy_process_group()
 
 

@@ -8,6 +8,7 @@ collective one process never joins) fails after `timeout` seconds instead of blo
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import queue as queue_module
 import socket
@@ -35,6 +36,7 @@ def _entry(worker: Callable, rank: int, world: int, port: int, out: Any, args: t
         try:
             out.put((rank, "ok", worker(rank, world, *args)))
         finally:
+            gc.collect()  # free the DDP/FSDP models that hold the group, so that destroying it shuts gloo down
             dist.destroy_process_group()
     except BaseException:  # reported to the parent, which fails the test with it
         out.put((rank, "error", traceback.format_exc()))

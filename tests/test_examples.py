@@ -48,6 +48,7 @@ def test_train_gpt_quick_demo_prints_ok(capsys):
 def test_train_ddp_under_torchrun_two_processes():
     """`torchrun --nproc_per_node=2 examples/train_ddp.py`: both ranks check 20 steps against eager DDP."""
     import os
+    import re
     import subprocess
     import sys
 
@@ -61,5 +62,5 @@ def test_train_ddp_under_torchrun_two_processes():
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     for rank in (0, 1):
         assert f"rank {rank}: train_ddp OK" in done.stdout
-    means = {line.split("mean loss ")[1] for line in done.stdout.splitlines() if "step 200" in line}
-    assert len(means) == 1  # the all-reduced loss agrees on both ranks
+    means = dict(re.findall(r"rank (\d): step 200 .* mean loss (\S+)$", done.stdout, re.M))
+    assert len(means) == 2 and means["0"] == means["1"]  # the all-reduced loss agrees on both ranks
