@@ -23,8 +23,9 @@ def _base():
                                torch.nn.Linear(16, 2))
 
 
-def _sharded_pair(**shard_kwargs):
-    """Two FSDP2 models from the same init (each Linear sharded, then the root), with their optimizers."""
+def _sharded_pair(group=False, **shard_kwargs):
+    """Two FSDP2 models from the same init (each Linear sharded, or the first two as one group; then the root),
+    with their optimizers."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
@@ -33,7 +34,9 @@ def _sharded_pair(**shard_kwargs):
     models = []
     for _ in range(2):
         m = copy.deepcopy(base)
-        for layer in m:
+        if group:  # two modules as one FSDP unit: one all-gather for both
+            fully_shard([m[0], m[2]], mesh=mesh, **shard_kwargs)
+        for layer in ([] if group else m):
             if isinstance(layer, torch.nn.Linear):
                 fully_shard(layer, mesh=mesh, **shard_kwargs)
         fully_shard(m, mesh=mesh, **shard_kwargs)
@@ -51,8 +54,8 @@ def _full_params(model):
     return [p.full_tensor().flatten().tolist() for p in model.parameters()]
 
 
-def _train(rank, clip=False, **shard_kwargs):
-    (eager_model, graph_model), (eager_opt, graph_opt) = _sharded_pair(**shard_kwargs)
+def _train(rank, clip=False, group=False, **shard_kwargs):
+    (eager_model, graph_model), (eager_opt, graph_opt) = _sharded_pair(group, **shard_kwargs)
 
     def make(model, opt):
         def step(x, y):
@@ -102,7 +105,7 @@ def _accumulate(rank):
 
 def worker(rank, world):
     return {"train": _train(rank), "keep_unsharded": _train(rank, reshard_after_forward=False),
-            "accumulate": _accumulate(rank), "clip": _train(rank, clip=True)}
+            "accumulate": _accumulate(rank), "clip": _train(rank, clip=True), "group": _train(rank, group=True)}
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +142,7 @@ def test_fsdp2_gradient_accumulation_without_sync(results):
 
 def test_fsdp2_clip_grad_norm_on_sharded_gradients(results):
     _check(results, "clip")
+
+
+def test_fsdp2_on_a_group_of_modules(results):
+    _check(results, "group")
