@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 import bench_autograph  # noqa: E402
 import bench_call_overhead  # noqa: E402
+import bench_ddp  # noqa: E402
 import bench_elementwise_chain  # noqa: E402
 import bench_export  # noqa: E402
 import bench_gpt_train  # noqa: E402
@@ -36,7 +37,7 @@ import bench_train_step  # noqa: E402
 
 # bench_gpu (P8) needs a CUDA device; elsewhere it prints its skip line and adds one row saying so.
 BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step,
-              bench_jit, bench_gpt_train, bench_models, bench_export, bench_gpu, bench_import]
+              bench_jit, bench_gpt_train, bench_models, bench_export, bench_ddp, bench_gpu, bench_import]
 
 
 def main() -> int:

@@ -43,3 +43,24 @@ def test_train_gpt_quick_demo_prints_ok(capsys):
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
     assert "OK" in out and "the first 20 steps match eager" in out
+
+
+def test_train_ddp_under_torchrun_two_processes():
+    """`torchrun --nproc_per_node=2 examples/train_ddp.py`: both ranks check 20 steps against eager DDP."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from distributed_harness import free_port
+
+    root = EXAMPLES.parent
+    env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+           f"--master_port={free_port()}", str(EXAMPLES / "train_ddp.py")]
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for rank in (0, 1):
+        assert f"rank {rank}: train_ddp OK" in done.stdout
+    means = dict(re.findall(r"rank (\d): step 200 .* mean loss (\S+)$", done.stdout, re.M))
+    assert len(means) == 2 and means["0"] == means["1"]  # the all-reduced loss agrees on both ranks

@@ -101,6 +101,22 @@ class GraphvizNotFoundError(TorchAutographError, FileNotFoundError):
     """
 
 
+class DistributedTracingError(TorchAutographError):
+    """A torch.distributed object was used while tracing in a way the graph cannot replay at every call.
+
+    Causes: a collective that would run once, at trace time (`dist.barrier()`
+    called from code AutoGraph did not convert, a collective of Python objects
+    such as `all_gather_object`); a Work handle of `async_op=True` asked
+    anything but `wait()`, or used after its trace; DDP's `mixed_precision`
+    (its hooks swap parameter storage in Python at every forward); FSDP2
+    features the graph cannot replay (see docs/distributed.md).
+    The message names the object and the user line.
+    Fixes: call tensor collectives (`all_reduce`, `broadcast`, ...) in converted
+    code, where each call becomes a graph node run at every call; keep object
+    collectives and model wrapping outside the `ta.function`.
+    """
+
+
 class TraceTimeValueWarning(UserWarning):
     """A value was read while tracing and is frozen into the graph, where it probably should not be.
 

@@ -133,3 +133,16 @@ def test_python_number_operands_become_precomputed_constants_with_identical_resu
         assert "_c0_1" in src and "* 0.1" not in src
     else:
         assert "* 0.1" in src
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_number_divided_by_a_tensor_stays_the_python_number(dtype):
+    # torch computes `0.1 / t` as `t.reciprocal() * 0.1`, which differs in the last bit from dividing a
+    # 0-dim tensor 0.1 by t (0.1 / 0.77545321 -> 0.12895684 vs 0.12895685 in float32).
+    def f(t):
+        return 0.1 / t, 3 / t
+
+    t = torch.tensor([0.7754532098770142, 0.3, 7.0, -1.1], dtype=dtype)
+    traced = ta.function(f, autograph=False)
+    for got, want in zip(traced(t), f(t)):
+        assert torch.equal(got, want)

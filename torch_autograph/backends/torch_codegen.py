@@ -234,6 +234,8 @@ def _with_tensor_constants(w: CodeWriter, node: Node) -> Node:
         return node
     if type(const) is int and abs(const) > 2 ** 24:
         return node  # not exactly representable in float32
+    if const is a and node.op.target is operator.truediv:
+        return node  # torch computes `c / t` as `t.reciprocal() * c`, not as a tensor division (last bit differs)
     key = (type(const), const, tensor.dtype, tensor.device)
     name = w.constants.get(key)
     if name is None:

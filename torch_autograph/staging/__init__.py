@@ -13,8 +13,8 @@ from ..autograph.pyct.origin_info import lookup_origin
 from ..graph import SourceLocation
 from ..tracing.locations import register_origin_mapper
 from ..tracing.trace import BEFORE_TRACE
-from . import library
-from .calls import call_module, stage_training_call
+from . import ddp, fsdp, library
+from .calls import call_module, stage_distributed_call, stage_training_call
 from .control_flow import TorchStagingBackend, location
 
 _installed = False
@@ -34,6 +34,9 @@ def install() -> None:
     register_backend(TorchStagingBackend())
     register_call_override(call_module)
     register_call_override(stage_training_call)
+    register_call_override(stage_distributed_call)
     register_origin_mapper(_map_origin)
     library.install()  # now, before user code makes optimizers (LR schedulers keep their `step`)
+    ddp.install()
     BEFORE_TRACE.append(library.install)
+    BEFORE_TRACE.append(fsdp.install)

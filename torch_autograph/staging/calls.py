@@ -28,6 +28,7 @@ import torch
 
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
+from ..tracing.collectives import CONVERTED_CALLS
 from ..tracing.context import current
 from ..tracing.locations import user_location
 from ..tracing.user_ops import label_of, py_function
@@ -73,6 +74,18 @@ def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
         return library.stage_call(owner, f.__func__, f.__name__, args, kwargs)
     fn = f if not kwargs else (lambda *a: f(*a, **kwargs))  # `optimizer.step` as an LR scheduler wrapped it
     return py_function(fn, args, Tout=None, name=label_of(f))
+
+
+def stage_distributed_call(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Call override: `dist.barrier()` from converted code is a node run at every call; collectives of Python
+    objects (`dist.all_gather_object`) are refused (they would run once, at trace time)."""
+    if current() is None:
+        return NotImplemented
+    try:
+        staged = CONVERTED_CALLS.get(f)
+    except TypeError:  # an unhashable callable
+        return NotImplemented
+    return NotImplemented if staged is None else staged(*args, **kwargs)
 
 
 def _stage_mode_change(state: Any, f: Any, args: tuple, kwargs: dict) -> Any:

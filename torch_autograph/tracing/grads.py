@@ -68,6 +68,9 @@ class GradTracker:
         self._status: dict[int, tuple[torch.Tensor, str]] = {}
         self._epoch = 0  # bumped by anything that may change which tensor `.grad` holds
         self._reads: dict[tuple, Any] = {}  # (id(tensor), epoch, id(trace)) -> the graph value of a read
+        # (graph value, leaf): a backward reaching the value gives the leaf a gradient (FSDP2's sharded
+        # parameter behind the unsharded one its pre-hook installs)
+        self.flows: list[tuple[Value, torch.Tensor]] = []
 
     def status(self, t: torch.Tensor) -> str:
         entry = self._status.get(id(t))
@@ -139,6 +142,11 @@ def zeroed(params: Any, set_to_none: bool) -> None:
             tracker.set(p, _NONE)
 
 
+def flows_to(state: Any, g: Any, leaf: torch.Tensor) -> None:
+    """A backward that reaches graph tensor `g` leaves a gradient in `leaf.grad` (written by library hooks)."""
+    _tracker(state).flows.append((g._value, leaf))
+
+
 def python_ran() -> None:
     """A staged call that may replace `.grad` tensors (an optimizer or GradScaler step) was recorded."""
     state = current()
@@ -163,6 +171,9 @@ def after_backward(state: Any, roots: list[Value], inputs: Any) -> None:
         reached = {id(v) for v, _ in root.graph.captures}
     for v, t in root.graph.captures:
         if id(v) in reached and t.requires_grad and t.is_leaf:
+            tracker.set(t, _DEFINED)
+    for v, t in tracker.flows:
+        if (id(v) in reached or state is not root) and t.requires_grad:
             tracker.set(t, _DEFINED)
 
 

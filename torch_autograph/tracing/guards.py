@@ -11,6 +11,8 @@
   forth), and the flags are restored when the trace ends.
 - Optimizer steps: a global step pre-hook refuses an optimizer step taken at
   trace time, which would update parameters once, with stale gradients.
+- Collectives: a torch.distributed collective that would run at trace time
+  (not recorded as a node) is refused (tracing/collectives.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Iterator
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+from .collectives import guard_process_groups
 from .context import current
 from .locations import user_location
 
@@ -58,8 +61,10 @@ class _Hooks:
         with self._lock:
             self._users += 1
             if self._users == 1:
+                process_groups = guard_process_groups()
+                process_groups.__enter__()
                 self._handles = (torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook),
-                                 register_optimizer_step_pre_hook(_optimizer_step_pre_hook))
+                                 register_optimizer_step_pre_hook(_optimizer_step_pre_hook), process_groups)
         try:
             yield
         finally:
@@ -67,7 +72,10 @@ class _Hooks:
                 self._users -= 1
                 if self._users == 0:
                     for h in self._handles:
-                        h.remove()
+                        if hasattr(h, "remove"):
+                            h.remove()
+                        else:
+                            h.__exit__(None, None, None)
                     self._handles = ()
 
 

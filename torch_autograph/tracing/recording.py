@@ -55,6 +55,25 @@ def _traced_values(obj: Any) -> Iterator[Traced]:
 
 
 # ----- recording ------------------------------------------------------------------------
+# Calls recorded their own way (torch.distributed collectives: tracing/collectives.py registers them):
+# func -> handler(func, args, kwargs); `SPECIAL_KINDS` decide for callables made later (ops of a namespace).
+SPECIAL_CALLS: dict[Any, Callable[[Any, tuple, dict], Any]] = {}
+SPECIAL_KINDS: list[tuple[Callable[[Any], bool], Callable[[Any, tuple, dict], Any]]] = []
+_special_cache: dict[Any, Any] = {}  # func -> its handler or None: bounded like classify's cache
+
+
+def _special(func: Callable) -> Any:
+    try:
+        hit = _special_cache.get(func, _special_cache)
+    except TypeError:
+        return None
+    if hit is _special_cache:
+        hit = SPECIAL_CALLS.get(func) or next((h for test, h in SPECIAL_KINDS if test(func)), None)
+        if len(_special_cache) < 8192:
+            _special_cache[func] = hit
+    return hit
+
+
 def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     """Record `func(*args, **kwargs)` into the current graph; return graph values for its outputs."""
     state = current()
@@ -62,6 +81,9 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         for a in _traced_values((args, kwargs)):
             raise leaked_tensor_error(a)
         raise AssertionError("bug in torch_autograph: record() outside a trace")
+    special = _special(func)
+    if special is not None:
+        return special(func, args, kwargs)
     op, infer_fn, swap = classify(func)
     if swap:
         args = (args[1], args[0]) + tuple(args[2:])
@@ -164,6 +186,14 @@ def record_with_meta(op: Op, args: tuple, kwargs: dict, meta: Any) -> Any:
     result, pattern = _wrap(meta, state, op, outputs, False)
     _append(state, op, vargs, vkwargs, outputs, pattern)
     return result
+
+
+def record_op(op: Op, infer_fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """Record a node running `op` whose outputs are like those of `infer_fn(*args, **kwargs)` (shape inference)."""
+    state = current()
+    if state is None:
+        raise AssertionError("bug in torch_autograph: record_op() outside a trace")
+    return _record(state, op, infer_fn, infer_fn, args, kwargs)
 
 
 def run_or_record(op: Op, args: tuple, kwargs: dict, meta: Any) -> Any:
