@@ -214,7 +214,7 @@ def _staged_method(name: str, method: Callable) -> Callable:
             return method(self, *args, **kwargs)
         if name == "unshard" and (kwargs.get("async_op") or (args and args[0])):
             raise _refuse(self, "unshard(async_op=True) (its handle exists only when the graph runs)")
-        py_function(lambda *a: method(self, *a, **kwargs), args, name=f"FSDP.{name}")
+        py_function(lambda *a: method(self, *a, **kwargs), args, Tout=None, name=f"FSDP.{name}")
         return None
 
     setattr(staged, _STAGED, method)
