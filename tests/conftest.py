@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "autograph"))
@@ -16,10 +19,21 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked `graphviz` need Graphviz's `dot` program: skipped cleanly where it is not installed."""
     import shutil
 
-    import pytest
-
     if shutil.which("dot") is None:
         skip = pytest.mark.skip(reason="needs Graphviz's `dot` program (apt-get install graphviz)")
         for item in items:
             if "graphviz" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def one_process_group():
+    """A gloo process group of this process alone (world size 1): for trace-time checks of torch.distributed."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialized in this process")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    yield dist.group.WORLD
+    dist.destroy_process_group()

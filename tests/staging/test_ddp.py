@@ -5,7 +5,6 @@ trace-time errors run in this process on a one-process gloo group.
 """
 
 import copy
-import datetime
 import inspect
 
 import pytest
@@ -270,15 +269,7 @@ def test_jit_compile_ddp_step_matches_eager(results):
     _same_params_everywhere(results, "jit", exact=False)
 
 
-# ----- trace-time errors (one process) -------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def one_process_group():
-    if dist.is_initialized():
-        pytest.skip("a process group is already initialized in this process")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
-                            timeout=datetime.timedelta(seconds=30))
-    yield dist.group.WORLD
-    dist.destroy_process_group()
+# ----- trace-time errors (one process: the `one_process_group` fixture of tests/conftest.py) ----------------
 
 
 def test_ddp_mixed_precision_is_refused_at_the_user_line(one_process_group):

@@ -4,7 +4,6 @@ The two-process results come from one spawn (gloo on CPU, `distributed_harness`)
 this process on a one-process gloo group.
 """
 
-import datetime
 import inspect
 
 import pytest
@@ -176,15 +175,7 @@ def test_collective_inside_a_graph_if(results):
         assert r["branch"]["traces"] == 1
 
 
-# ----- trace-time errors (one process) -------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def one_process_group():
-    if dist.is_initialized():
-        pytest.skip("a process group is already initialized in this process")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
-                            timeout=datetime.timedelta(seconds=30))
-    yield dist.group.WORLD
-    dist.destroy_process_group()
+# ----- trace-time errors (one process: the `one_process_group` fixture of tests/conftest.py) ----------------
 
 
 def test_collective_in_unconverted_code_is_an_error_naming_the_line(one_process_group):

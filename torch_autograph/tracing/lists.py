@@ -290,19 +290,18 @@ def _as_list(g: Any) -> GraphList:
 
 def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
-    state = current()
-    if _is_number(item):
-        item = _number_element(item, lst._value)
-    v = state.to_value(item)
-    if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
-        item = torch.tensor(item)
-        v = state.to_value(item)
-    dtype, shape, device = merge_elements(lst._value, v, f"appending to {lst._value.name}")
-    return _as_list(_record(list_append, "append", (lst, item), _list_meta(dtype, shape, device), writes=True))
+    item, meta = _new_element(lst, item, f"appending to {lst._value.name}")
+    return _as_list(_record(list_append, "append", (lst, item), meta, writes=True))
 
 
 def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
+    item, meta = _new_element(lst, item, f"inserting into {lst._value.name}")
+    return _as_list(_record(list_insert, "insert", (lst, index, item), meta, writes=True))
+
+
+def _new_element(lst: GraphList, item: Any, what: str) -> tuple[Any, ListMeta]:
+    """`item` as a tensor element of `lst` (a Python number in the list's dtype), and the list's meta after."""
     state = current()
     if _is_number(item):
         item = _number_element(item, lst._value)
@@ -310,9 +309,7 @@ def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
         item = torch.tensor(item)
         v = state.to_value(item)
-    dtype, shape, device = merge_elements(lst._value, v, f"inserting into {lst._value.name}")
-    return _as_list(_record(list_insert, "insert", (lst, index, item), _list_meta(dtype, shape, device),
-                            writes=True))
+    return item, _list_meta(*merge_elements(lst._value, v, what))
 
 
 def delitem(lst: GraphList, index: Any) -> GraphList:
