@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
+from torch_autograph.backends import inductor
 from torch_autograph.errors import GraphLoweringError
 from torch_autograph.graph import ValueKind
 
@@ -488,3 +489,56 @@ def test_a_compile_logs_its_start_and_end_with_the_duration(caplog):
     assert messages[0] == "compiling graph wave with inductor"
     assert re.fullmatch(r"compiled graph wave with inductor in \d+\.\d\d s", messages[1])
     assert f.concrete_functions[0].jit_status == "compiled"
+
+
+def test_in_place_ops_on_the_graphs_own_tensors_do_not_stop_freezing(monkeypatch):
+    # A conv net's `relu(inplace=True)` after BatchNorm and `out += identity` write tensors the graph made in
+    # the call: freezing (inductor folds BatchNorm into the convolution's pre-packed weights) still applies.
+    frozen = []
+    real = inductor._Runner._compile_frozen
+    monkeypatch.setattr(inductor._Runner, "_compile_frozen",
+                        lambda self, args, open_dims=False: frozen.append(1) or real(self, args, open_dims))
+    torch.manual_seed(0)
+    conv, bn = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+    bn.running_mean.uniform_(-1, 1), bn.running_var.uniform_(0.5, 2)
+    net = torch.nn.Sequential(conv, bn, torch.nn.ReLU(inplace=True)).eval()
+
+    def block(x):
+        out = net(x)
+        out += x.sum(1, keepdim=True)
+        return torch.relu_(out)
+
+    f = ta.function(block, jit_compile=True, freeze_captures=True)
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), block(x), rtol=1e-4, atol=1e-5)
+        assert inductor.side_effect(f.get_concrete_function(x).graph) is None and frozen == [1]
+        bn.running_mean.add_(0.5)  # an update of a capture: the next call sees it
+        torch.testing.assert_close(f(x), block(x), rtol=1e-4, atol=1e-5)
+
+
+def _writes_a_view_of_a_capture(x):
+    row = _W[0]
+    row.add_(1)
+    return x * 2
+
+
+def _writes_a_view_of_an_input(x):
+    torch.nn.functional.relu(x.view(-1), inplace=True)
+    return x * 2
+
+
+def _writes_through_relu_inplace(x):
+    y = torch.nn.functional.relu(_W, inplace=True)  # returns `_W` itself
+    y.add_(1)
+    return x + 1
+
+
+_W = torch.zeros(3, 4)
+
+
+@pytest.mark.parametrize("fn", [_writes_a_view_of_a_capture, _writes_a_view_of_an_input,
+                                _writes_through_relu_inplace])
+def test_an_in_place_op_on_a_view_of_a_capture_or_an_input_is_a_side_effect(fn):
+    graph = ta.function(fn).get_concrete_function(torch.ones(2, 2)).graph
+    assert inductor.side_effect(graph) is not None

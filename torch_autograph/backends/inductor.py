@@ -78,6 +78,7 @@ import torch
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
 from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state
+from ..graph.passes.effects import writes_only_its_own
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
 from .fx_lowering import to_fx
@@ -400,13 +401,17 @@ def compile_progress(what: str) -> Iterator[None]:
 
 
 def side_effect(graph: Graph) -> Node | None:
-    """A node whose effect outlives a call (a state update, a print, a random op), or None."""
+    """A node whose effect outlives a call (a state update, a print, a random op), or None.
+
+    An in-place op on a tensor the graph made itself (`relu(inplace=True)` after a BatchNorm) is not one.
+    In a sub-graph, every input counts as outside: a write to one may reach the enclosing graph's state.
+    """
     for node in graph.nodes:
         if node.op.kind is OpKind.CONTROL:
             hit = next((h for h in map(side_effect, node.subgraphs) if h is not None), None)
             if hit is not None:
                 return hit
-        elif node.stateful and not _writes_own_list(node):
+        elif node.stateful and not _writes_own_list(node) and not writes_only_its_own(graph, node):
             return node
     return None
 

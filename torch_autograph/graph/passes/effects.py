@@ -45,6 +45,8 @@ FRESH_NAMES = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "clone", "tensor",
     "zeros", "ones", "full", "arange", "eye", "linspace", "logspace", "zeros_like", "ones_like", "full_like",
     "scalar_tensor", "cross_entropy", "mse_loss", "nll_loss", "conv1d", "conv2d", "conv3d", "dropout",
+    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
 })
 
 
@@ -61,7 +63,8 @@ def returns_fresh(node: Node) -> bool:
     if node.op.kind is OpKind.OPERATOR:
         return node.op.target in _FRESH_OPERATORS
     if node.op.kind in (OpKind.FUNCTION, OpKind.METHOD):
-        return op_name(node) in FRESH_NAMES
+        # `F.relu(x, inplace=True)` returns `x` itself.
+        return op_name(node) in FRESH_NAMES and node.kwargs.get("inplace") is not True
     return False
 
 
@@ -100,6 +103,19 @@ def _with_aliases(graph: Graph, seeds: set[int]) -> set[int]:
         else:
             out.update(id(v) for v in node.input_values())
     return out
+
+
+def writes_only_its_own(graph: Graph, node: Node) -> bool:
+    """Whether `node`, a node of `graph`, only writes tensors `graph` itself made in the call.
+
+    True for an in-place op whose target is no input or capture of `graph`, nor a view of one
+    (`F.relu(h, inplace=True)` on an intermediate `h`): its effect ends with the call.
+    """
+    if node.op.effects not in (Effect.WRITES_FIRST_ARG, Effect.WRITES_OUT):
+        return False
+    reached = _with_aliases(graph, {id(v) for v in _written(node)})
+    return not any(id(v) in reached for v in graph.inputs) and \
+        not any(id(v) in reached for v, _ in graph.captures)
 
 
 def _is_cond(node: Node) -> bool:
