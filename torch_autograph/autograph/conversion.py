@@ -115,9 +115,15 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     return node
 
 
-def _reads_name(node: gast.AST, name: str) -> bool:
-    return any(type(n) is gast.Name and n.id == name and type(n.ctx) is gast.Load
-               for n in transformer.walk(node))
+def _reads_name(node: gast.AST, code: types.CodeType, name: str) -> bool:
+    """Whether the converted `node` of `code` reads `name`; the code objects' names rule most functions out."""
+    return _code_names_it(code, name) and any(type(n) is gast.Name and n.id == name and type(n.ctx) is gast.Load
+                                              for n in transformer.walk(node))
+
+
+def _code_names_it(code: types.CodeType, name: str) -> bool:
+    return name in code.co_names or any(
+        _code_names_it(c, name) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _converted_tree(fn: types.FunctionType, dual_path: bool) -> tuple[Any, Any, transformer.ConversionContext]:
@@ -166,7 +172,7 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     # The function's text indented into a factory whose parameters are its free
     # variables (only docstring bodies could differ, and __doc__ is restored).
     header = [provenance, f"def {factory_name}({params}):"]
-    if node.name not in code.co_freevars and _reads_name(node, node.name):
+    if node.name not in code.co_freevars and _reads_name(node, code, node.name):
         # A recursive call names the function as a global; the factory's own `def`
         # must not turn that name into a closure variable of the factory.
         header.append(f"    global {node.name}")
