@@ -10,6 +10,7 @@ import torch.nn.functional as F
 import torch_autograph as ta
 from torch_autograph.backends import regions
 from torch_autograph.graph import CheckOp, OpKind, ValueKind
+from torch_autograph.graph.ops import Expression
 
 
 def _attend(x, limit):
@@ -83,3 +84,37 @@ def test_the_one_region_compiles_once_for_every_length_and_matches_eager(caplog)
     compiles = [r.getMessage() for r in caplog.records if r.getMessage().startswith("compiling")]
     assert len(compiles) == 1 and "(open sizes symbolic)" in compiles[0]
     assert f.concrete_functions[0].graph.python_source.count("compiled with inductor:") == 1
+
+
+def _reshaped(x, limit):
+    while x.size(1) < limit:
+        B, T, C = x.shape
+        y = (x * 0.5).reshape(B, T * 2, C // 2).sin().reshape(B, T, C).cos() + x.tanh()  # a size 2*T
+        x = torch.cat([x, (y[:, -1:] + y.new_zeros(B, T + 1, C)[:, -1:]).sin()], dim=1)
+    return x
+
+
+def test_sizes_derived_by_int_arithmetic_are_recomputed_too():
+    split, made = _split(_reshaped, torch.randn(2, 3, 8), torch.tensor(6))
+    assert len(made) == 1 and [n.op.name for n in _body(split).nodes][-1] == "region"
+    assert sum(isinstance(n.op.target, Expression) for n in made[0].nodes) == 2  # 2*T and T + 1
+
+
+def test_only_int_arithmetic_expressions_are_lowered_to_fx():
+    assert Expression("2*_a0 + _a1 // 4 - (_a0 % 3)", 2, torch.int64).is_int_arithmetic()
+    for text in ("max(0, _a0 - 1)", "_a0 >= 1", "_a0 / 2", "math.floor(_a0)", "_a0 * 0.5"):
+        assert not Expression(text, 1, torch.int64).is_int_arithmetic(), text
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="inductor on CPU needs a C++ compiler")
+def test_a_graph_with_a_derived_size_compiles_whole_for_every_size():
+    def f(x):
+        B, C = x.shape
+        return (x * 2).reshape(B * 2, C // 2).sin().sum(0)  # B * 2 is a number computed when the graph runs
+
+    J = ta.function(f, jit_compile=True, input_signature=[ta.TensorSpec([None, 8], torch.float32)])
+    for n in (5, 7, 2):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(J(x), f(x))
+    assert "mul_1 = 2 * x_size0" in J.concrete_functions[0].graph.python_source  # the fx code, one graph

@@ -86,6 +86,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..graph.ops import Expression
 from ..graph import (CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
                      walk_nodes)
 
@@ -139,8 +140,9 @@ _SIZE_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator
 
 
 def size_op(node: Node) -> bool:
-    """`x.size(d)`, or int arithmetic on its results: a number that traced code (and inductor) computes from a
-    tensor's sizes, as a size symbol of the compile when the dim is open."""
+    """`x.size(d)`, or int arithmetic on its results (an operator, or an expression tracing derived such as
+    `2*s0`): a number that traced code (and inductor) computes from a tensor's sizes, as a size symbol of the
+    compile when the dim is open."""
     op = node.op
     if not op.pure or node.subgraphs or node.kwargs or len(node.outputs) != 1:
         return False
@@ -149,7 +151,9 @@ def size_op(node: Node) -> bool:
         return False
     if op.kind is OpKind.METHOD and op.target == "size":
         return len(node.args) == 2 and type(node.args[1]) is int
-    return op.kind is OpKind.OPERATOR and op.target in _SIZE_ARITHMETIC
+    if op.kind is OpKind.OPERATOR:
+        return op.target in _SIZE_ARITHMETIC
+    return isinstance(op.target, Expression) and op.target.is_int_arithmetic()  # `2*s0`, `s0 + 1`
 
 
 def hoistable(node: Node) -> bool:
