@@ -86,6 +86,23 @@ def test_the_one_region_compiles_once_for_every_length_and_matches_eager(caplog)
     assert f.concrete_functions[0].graph.python_source.count("compiled with inductor:") == 1
 
 
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="inductor on CPU needs a C++ compiler")
+def test_an_open_inference_variant_runs_inductors_cpp_wrapper_and_matches_eager(monkeypatch):
+    from torch_autograph.backends import inductor
+
+    chosen = []
+    original = inductor._Runner.cpp_wrapper
+    monkeypatch.setattr(inductor._Runner, "cpp_wrapper", lambda self, args: chosen.append(original(self, args))
+                        or chosen[-1])
+    f = ta.function(_attend, jit_compile=True)
+    with torch.no_grad():
+        for limit in (9, 5, 12):
+            x = torch.randn(2, 3, 8)
+            torch.testing.assert_close(f(x, torch.tensor(limit)), _attend(x, limit))
+    assert chosen == [True]  # one compile, open, inference on CPU
+
+
 def _reshaped(x, limit):
     while x.size(1) < limit:
         B, T, C = x.shape
