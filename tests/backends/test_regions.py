@@ -86,21 +86,36 @@ def test_the_one_region_compiles_once_for_every_length_and_matches_eager(caplog)
     assert f.concrete_functions[0].graph.python_source.count("compiled with inductor:") == 1
 
 
+PROJECTIONS = [torch.randn(8, 8) * 0.3 for _ in range(8)]
+
+
+def _project_and_attend(x, limit):
+    while x.size(1) < limit:
+        h = x
+        for w in PROJECTIONS:  # 8 captured weights: inductor's wrapper checks 9 tensors per call
+            h = torch.tanh(h @ w)
+        B, T, C = h.size()
+        q = h.view(B, T, 2, C // 2).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, q, q, is_causal=True).transpose(1, 2).reshape(B, T, C)
+        x = torch.cat([x, y[:, -1:].sin()], dim=1)
+    return x
+
+
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="inductor on CPU needs a C++ compiler")
-def test_an_open_inference_variant_runs_inductors_cpp_wrapper_and_matches_eager(monkeypatch):
+def test_an_inference_region_with_many_inputs_runs_inductors_cpp_wrapper_and_matches_eager(monkeypatch):
     from torch_autograph.backends import inductor
 
     chosen = []
     original = inductor._Runner.cpp_wrapper
-    monkeypatch.setattr(inductor._Runner, "cpp_wrapper", lambda self, args: chosen.append(original(self, args))
-                        or chosen[-1])
-    f = ta.function(_attend, jit_compile=True)
+    monkeypatch.setattr(inductor._Runner, "cpp_wrapper", lambda self, args, frozen=False: chosen.append(
+        original(self, args, frozen)) or chosen[-1])
+    f = ta.function(_project_and_attend, jit_compile=True)
     with torch.no_grad():
         for limit in (9, 5, 12):
             x = torch.randn(2, 3, 8)
-            torch.testing.assert_close(f(x, torch.tensor(limit)), _attend(x, limit))
-    assert chosen == [True]  # one compile, open, inference on CPU
+            torch.testing.assert_close(f(x, torch.tensor(limit)), _project_and_attend(x, limit))
+    assert chosen == [True]  # one compile (open sizes), inference on CPU, 9 tensors checked per call
 
 
 def _reshaped(x, limit):
