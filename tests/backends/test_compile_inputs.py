@@ -109,3 +109,22 @@ def test_auto_freezes_captures_by_default_and_follows_updates(monkeypatch):
             torch.testing.assert_close(g(x), mlp(x))
     finally:
         ta.config.set_jit_threshold(old)
+
+
+def test_inference_code_with_the_cpp_wrapper_takes_a_new_variant_for_a_new_layout(caplog, monkeypatch):
+    from torch_autograph.backends import inductor
+
+    chosen = []
+    original = inductor._Runner.cpp_wrapper
+    monkeypatch.setattr(inductor._Runner, "cpp_wrapper", lambda self, args, frozen=False: chosen.append(
+        original(self, args, frozen)) or chosen[-1])
+    caplog.set_level(logging.INFO, logger="torch_autograph.jit")
+    w = [torch.randn(8, 8) for _ in range(8)]  # 9 tensors for inductor's wrapper to check: the C++ one
+    f = ta.function(lambda x: ((x @ sum(w)).sin() * 2.0 + x.cos()).tanh(), jit_compile=True)
+    with torch.no_grad():
+        x = torch.randn(8, 8)
+        torch.testing.assert_close(f(x), ((x @ sum(w)).sin() * 2.0 + x.cos()).tanh())
+        y = torch.randn(8, 8).t()  # same sizes, other strides: the C++ wrapper's check raises RuntimeError
+        torch.testing.assert_close(f(y), ((y @ sum(w)).sin() * 2.0 + y.cos()).tanh())
+        torch.testing.assert_close(f(x), ((x @ sum(w)).sin() * 2.0 + x.cos()).tanh())
+    assert chosen == [True, True] and len(_compiles(caplog)) == 2

@@ -57,6 +57,26 @@ def test_nn_dropout_module_matches_eager_under_the_same_seed():
         torch.testing.assert_close(got, drop(X) * 2)
 
 
+def test_a_dropout_that_is_the_identity_is_pure_and_draws_nothing():
+    drop = torch.nn.Dropout(0.3).eval()
+    F = torch.nn.functional
+
+    def f(x):
+        return (drop(x), F.dropout(x, 0.0, training=True), F.dropout2d(x[None, None], p=0.5, training=False),
+                F.dropout(x, 0.5, training=True))
+
+    traced = ta.function(f, autograph=False)
+    for seed in (5, 6):
+        torch.manual_seed(seed)
+        got = traced(X)
+        after_graph = torch.rand(1)
+        torch.manual_seed(seed)
+        torch.testing.assert_close(got, f(X))
+        torch.testing.assert_close(after_graph, torch.rand(1))
+    ops = [n.op for n in traced.get_concrete_function(X).graph.get_operations() if "dropout" in n.op.name]
+    assert [op.pure for op in ops] == [True, True, True, False]  # only the training dropout with p > 0 draws
+
+
 def test_unused_random_op_is_kept_so_the_generator_advances():
     def f(x):
         torch.randn(5)  # result unused: stateful, must still run

@@ -13,6 +13,11 @@ reference: an in-place update of a capture is seen by the next call. A
       return %sum                                   return (sum_1,)
     }
 
+A number computed from sizes while the graph runs (`expr[2*u0]` from
+`x.size(0)`) is recorded operator by operator (`mul_1 = 2 * x_size0`), so
+inductor sees it as an expression of its size symbols; other expressions
+(`max`, comparisons) are not lowered.
+
 Nodes run in program order; a node recorded under an explicit grad mode is
 wrapped in `torch._C._set_grad_enabled` calls. Not lowered, with a
 `GraphLoweringError` naming the node and its line: `while` loops, run-time
@@ -33,6 +38,7 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
+from ..graph.ops import Expression
 from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
 
 
@@ -132,13 +138,28 @@ class _Lowering:
                                      "torch.autograd.grad (or ta.GradientTape), whose gradients are outputs")
             args, kwargs = self.arg(node.args), self.arg(node.kwargs)
             name = node.pattern.name if isinstance(node.pattern, Value) else None
-            if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
+            if isinstance(op.target, Expression):
+                result = self.expression(node, args)
+            elif op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
                 result = self.g.create_node("call_function", op.target, args, kwargs, name=name)
             elif op.kind is OpKind.METHOD:
                 result = self.g.create_node("call_method", op.target, args, kwargs, name=name)
             else:
                 result = self.g.create_node("call_function", getattr, (args[0], op.target), name=name)
         self.bind(node.pattern, result)
+
+    def expression(self, node: Node, args: tuple) -> fx.Node:
+        """A number computed from others (`2*s0 + 1` from `x.size(0)`), recorded operator by operator."""
+        expr = node.op.target
+        if not expr.is_int_arithmetic():
+            raise lowering_error(node, f"the number {expr!r} is not int arithmetic (+, -, *, //, %) that torch.fx "
+                                 f"records", "compute the size with those operators, or use jit_compile='auto'")
+        tracer = fx.proxy.GraphAppendingTracer(self.g)
+        result = expr(*[fx.Proxy(a, tracer) if isinstance(a, fx.Node) else a for a in args])
+        if not isinstance(result, fx.Proxy):  # no argument is a graph value: a constant
+            raise lowering_error(node, f"the number {expr!r} reads no value of the graph",
+                                 "report this: it should have been folded while tracing")
+        return result.node
 
     def bind(self, pattern: Any, result: fx.Node) -> None:
         """Map the Values of a node's unpacking pattern to (getitem of) its fx result.

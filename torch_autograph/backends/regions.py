@@ -49,6 +49,16 @@ run also ends where the explicit grad mode (`with torch.no_grad():`)
 changes: a region is compiled under one grad mode, the one its call runs
 under.
 
+Sizes do not cut a run. A view on a length known only when the graph runs
+(`q.view(B, T, 4, 32)` with `T = x.size(1)`, in a loop whose sequence grows)
+reads the number `T`: the region computes `x.size(1)` itself (`_Sizes`), so
+inductor sees a size symbol of its input, and compiles once for every length.
+Nodes that only compute numbers, and the checks on them (`assert T >= 1`, a
+shape assumption made while tracing), run before the region when they read
+nothing the region defines and no node of the region before them has an
+effect: the body of a greedy decoding loop over a GPT is then one region
+instead of one per attention block.
+
 Which regions are compiled (`MIN_REGION_OPS`): calling an inductor artifact
 directly costs ~7 µs on CPU with three inputs (AOT autograd's runtime
 wrappers and inductor's size asserts), what three to four eager ops on small
@@ -70,12 +80,14 @@ fewer than `MIN_TRAINING_REGION_OPS` ops; gradients are the same either way.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 from typing import Any, Callable
 
 import torch
 
-from ..graph import (Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
+from ..graph.ops import Expression
+from ..graph import (CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
                      walk_nodes)
 
 MIN_REGION_OPS = 5
@@ -112,13 +124,45 @@ def computes_gradients(graph: Graph) -> bool:
     return any(node.op.runs_autograd for node in walk_nodes(graph))
 
 
-def lowerable(node: Node) -> bool:
-    """Whether `node` may join a region: a tensor op that is neither control flow, autograd nor Python."""
+def lowerable(node: Node, size_input: Callable[[Value], bool] = lambda v: False) -> bool:
+    """Whether `node` may join a region: a tensor op that is neither control flow, autograd nor Python.
+
+    It reads tensors, and numbers for which `size_input` is true (sizes the region recomputes itself)."""
     op = node.op
     if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON:
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
-        all(v.kind is ValueKind.TENSOR for v in node.input_values())
+        all(v.kind is ValueKind.TENSOR or size_input(v) for v in node.input_values())
+
+
+_SIZE_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+                              operator.neg})
+
+
+def size_op(node: Node) -> bool:
+    """`x.size(d)`, or int arithmetic on its results (an operator, or an expression tracing derived such as
+    `2*s0`): a number that traced code (and inductor) computes from a tensor's sizes, as a size symbol of the
+    compile when the dim is open."""
+    op = node.op
+    if not op.pure or node.subgraphs or node.kwargs or len(node.outputs) != 1:
+        return False
+    out = node.outputs[0]
+    if out.kind is not ValueKind.SCALAR or out.dtype is not torch.int64:
+        return False
+    if op.kind is OpKind.METHOD and op.target == "size":
+        return len(node.args) == 2 and type(node.args[1]) is int
+    if op.kind is OpKind.OPERATOR:
+        return op.target in _SIZE_ARITHMETIC
+    return isinstance(op.target, Expression) and op.target.is_int_arithmetic()  # `2*s0`, `s0 + 1`
+
+
+def hoistable(node: Node) -> bool:
+    """A node that may run before the tensor ops around it: it computes numbers only, or checks one."""
+    if node.subgraphs:
+        return False
+    if node.op.kind is OpKind.CONTROL:
+        return isinstance(node.op.target, CheckOp)
+    return node.op.pure and all(v.kind is not ValueKind.TENSOR for v in node.outputs)
 
 
 def split(graph: Graph, compile_region: RegionCompiler) -> Graph:
@@ -146,37 +190,108 @@ class _Splitter:
         live[-1] = {id(v) for v in iter_values(g.outputs)}
         for i in range(len(g.nodes) - 1, -1, -1):
             live[i] = live[i + 1] | {id(v) for v in g.nodes[i].input_values()}
+        sizes = _Sizes(g)
         nodes: list[Node] = []
         i = 0
         while i < len(g.nodes):
             node = g.nodes[i]
-            if not lowerable(node):
+            if not lowerable(node, sizes.recomputable):
                 nodes.append(replace(node, subgraphs=tuple(self.graph(s) for s in node.subgraphs))
                              if node.subgraphs else node)
                 i += 1
                 continue
-            j = i + 1
-            while j < len(g.nodes) and lowerable(g.nodes[j]) and g.nodes[j].grad_enabled == node.grad_enabled:
-                j += 1
-            run = g.nodes[i:j]
+            run, moved, j = self.run(g.nodes, i, sizes)
             if ops(run) >= MIN_REGION_OPS:
-                nodes.append(self.region(run, live[j]))
+                nodes.extend(moved)
+                nodes.append(self.region(run, live[j], sizes))
+                i = j
             else:
-                nodes.extend(run)
-            i = j
+                nodes.append(node)
+                i += 1
         return replace(g, nodes=nodes, python_source=None)
 
-    def region(self, run: list[Node], live_after: set[int]) -> Node:
-        defined = {id(v) for n in run for v in n.outputs}
-        free = [v for v in unique_values([v for n in run for v in n.input_values()]) if id(v) not in defined]
+    @staticmethod
+    def run(nodes: list[Node], i: int, sizes: "_Sizes") -> tuple[list[Node], list[Node], int]:
+        """The run of tensor nodes starting at `nodes[i]`, the nodes among them that run before the region
+        instead (numbers and checks on them: `n = x.size(1)`, a check that `n != 0`), and where the run ends.
+
+        A node moves before the region only when it reads nothing the run defines and no node of the run so far
+        has an effect, so it computes what it did in place and a failing check stops the call as before."""
+        first = nodes[i]
+        run, moved, pending = [first], [], []
+        defined = {id(v) for v in first.outputs}
+        stateful = first.stateful
+        j = i + 1
+        while j < len(nodes):
+            node = nodes[j]
+            if lowerable(node, sizes.recomputable) and node.grad_enabled == first.grad_enabled:
+                run.append(node)
+                moved += pending
+                pending = []
+                defined.update(id(v) for v in node.outputs)
+                stateful = stateful or node.stateful
+            elif not stateful and hoistable(node) and not any(id(v) in defined for v in node.input_values()):
+                pending.append(node)
+            else:
+                break
+            j += 1
+        return run, moved, j - len(pending)
+
+    def region(self, run: list[Node], live_after: set[int], sizes: "_Sizes") -> Node:
+        body = sizes.with_recomputed(run)
+        defined = {id(v) for n in body for v in n.outputs}
+        free = [v for v in unique_values([v for n in body for v in n.input_values()]) if id(v) not in defined]
         inputs = [v for v in free if id(v) not in self.captures]
         outputs = [v for n in run for v in n.outputs if id(v) in live_after]
         self.count += 1
         sub = Graph(f"{self.name}_region{self.count}", inputs=inputs,
                     captures=[self.captures[id(v)] for v in free if id(v) in self.captures],
-                    nodes=[replace(n, grad_enabled=None) for n in run], outputs=outputs)
+                    nodes=[replace(n, grad_enabled=None) for n in body], outputs=outputs)
         fn = self.compile_region(sub, run[0].grad_enabled)
         pattern = outputs[0] if len(outputs) == 1 else tuple(outputs) or None
         effects = Effect.UNKNOWN if any(n.stateful for n in run) else Effect.NONE
         return Node(Op(OpKind.FUNCTION, fn, "region", effects=effects), tuple(inputs), {},
                     tuple(outputs), pattern=pattern, origin=run[0].origin, grad_enabled=run[0].grad_enabled)
+
+
+class _Sizes:
+    """The numbers of one graph that a region recomputes from tensor sizes instead of taking them as inputs.
+
+    A region's inputs are tensors: inductor compiles a size as a symbol of a tensor's dim, not as a number
+    argument (which it would specialise on, one compile per value). So `view(1, n, 4, 32)` with `n = x.size(1)`
+    joins a region that computes `x.size(1)` itself; the node stays outside too, for the code that reads `n`.
+    """
+
+    def __init__(self, g: Graph) -> None:
+        self.defs = {id(v): n for n in g.nodes for v in n.outputs}
+        self.memo: dict[int, bool] = {}
+
+    def recomputable(self, v: Value) -> bool:
+        hit = self.memo.get(id(v))
+        if hit is None:
+            node = self.defs.get(id(v))
+            hit = self.memo[id(v)] = node is not None and size_op(node) and all(
+                w.kind is ValueKind.TENSOR or self.recomputable(w) for w in node.input_values())
+        return hit
+
+    def with_recomputed(self, run: list[Node]) -> list[Node]:
+        """`run` with the size nodes its numbers come from, each once, before its first reader."""
+        out: list[Node] = []
+        seen: set[int] = set()
+
+        def add(v: Value) -> None:
+            node = self.defs[id(v)]
+            if id(node) in seen:
+                return
+            seen.add(id(node))
+            for w in node.input_values():
+                if w.kind is not ValueKind.TENSOR:
+                    add(w)
+            out.append(node)
+
+        for node in run:
+            for v in node.input_values():
+                if v.kind is not ValueKind.TENSOR:
+                    add(v)
+            out.append(node)
+        return out

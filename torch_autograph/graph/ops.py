@@ -221,5 +221,20 @@ class Expression:
     def op(self) -> Op:
         return Op(OpKind.FUNCTION, self, "sym", pure=True)
 
+    def is_int_arithmetic(self) -> bool:
+        """Whether the text is `+ - * // %` over the arguments and int literals (`2*_a0 + 1`): an int computed the
+        same way from ints and from torch's size symbols, which torch.fx can record operator by operator."""
+        import ast
+
+        allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod,
+                   ast.USub, ast.Name, ast.Load)
+        for node in ast.walk(ast.parse(self.text, mode="eval")):
+            if isinstance(node, ast.Constant):
+                if type(node.value) is not int:
+                    return False
+            elif not isinstance(node, allowed) or (isinstance(node, ast.Name) and not node.id.startswith("_a")):
+                return False
+        return True
+
     def __repr__(self) -> str:
         return f"expr[{self.symbolic or self.text}]"

@@ -45,7 +45,7 @@ _RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
     "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
     "gumbel_softmax", "rrelu", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "random_", "native_dropout",
+    "log_normal_", "random_", "native_dropout", "feature_dropout",
 })
 # Calls on real tensors that read metadata or values: run now, frozen into the trace.
 RUN_NOW = frozenset({

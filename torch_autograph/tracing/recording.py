@@ -122,6 +122,22 @@ def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:
     return op
 
 
+# Dropout calls, by name: (input, p, training) positionally for the functional forms and torch.dropout.
+_DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+                       "feature_dropout"})
+
+
+def _draws_nothing(op: Op, args: tuple, kwargs: dict) -> bool:
+    """A dropout that is the identity: `training=False` or `p=0` given as constants (an eval-mode `nn.Dropout`,
+    `dropout=0.0`). ATen returns the input then without drawing random numbers, so the call is pure: it may join
+    frozen compiled code and be removed when unused."""
+    if op.kind is not OpKind.FUNCTION or op.name not in _DROPOUTS:
+        return False
+    p = kwargs["p"] if "p" in kwargs else args[1] if len(args) > 1 else None
+    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else None))
+    return training is False or (type(p) in (int, float) and p == 0)
+
+
 def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
     op = _as_operator(op, args, kwargs)
     vargs = state.to_value(tuple(args))
@@ -130,6 +146,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         op = replace(op, effects=op.effects | Effect.WRITES_OUT, pure=False)
     if vkwargs.get("inplace") is True:  # F.dropout(x, inplace=True), F.relu(x, inplace=True)
         op = replace(op, effects=op.effects | Effect.WRITES_FIRST_ARG, pure=False)
+    if op.effects & Effect.RANDOM and _draws_nothing(op, vargs, vkwargs):
+        effects = op.effects & ~Effect.RANDOM
+        op = replace(op, effects=effects, pure=effects is Effect.NONE and not op.runs_autograd)
     try:
         autograd_meta = AUTOGRAD_META.get(func) if type(func) is _FunctionType else None
         meta = autograd_meta(vargs, vkwargs) if autograd_meta is not None else state.engine.infer(
