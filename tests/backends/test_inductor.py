@@ -371,9 +371,9 @@ def test_auto_is_tiered_same_values_and_gradients_before_and_after_the_swap(jit_
     release = threading.Event()
     real_compiled = tiering.Tiered._compiled
 
-    def held_back(self, example, effect):  # the compile waits until the test has made calls meanwhile
+    def held_back(self, example, effect, freeze):  # the compile waits until the test has made calls meanwhile
         assert release.wait(60)
-        return real_compiled(self, example, effect)
+        return real_compiled(self, example, effect, freeze)
 
     monkeypatch.setattr(tiering.Tiered, "_compiled", held_back)
     f = ta.function(_loss, jit_compile="auto")
@@ -542,3 +542,30 @@ _W = torch.zeros(3, 4)
 def test_an_in_place_op_on_a_view_of_a_capture_or_an_input_is_a_side_effect(fn):
     graph = ta.function(fn).get_concrete_function(torch.ones(2, 2)).graph
     assert inductor.side_effect(graph) is not None
+
+
+def test_auto_compares_frozen_code_with_code_by_reference_and_keeps_the_faster(jit_threshold, monkeypatch):
+    # Frozen weights are not always faster (other GEMM kernels): under "auto", an inference graph is compiled
+    # both ways and the faster of the two competes with the default backend.
+    from torch_autograph.backends import tiering
+
+    jit_threshold(2)
+    compiled_with, raced = [], []
+    real_compiled, real_fastest = tiering.Tiered._compiled, tiering.Tiered._fastest
+    monkeypatch.setattr(tiering.Tiered, "_compiled", lambda self, example, effect, freeze: compiled_with.append(
+        freeze) or real_compiled(self, example, effect, freeze))
+    monkeypatch.setattr(tiering.Tiered, "_fastest", lambda self, a, b, example: raced.append(1) or real_fastest(
+        self, a, b, example))
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    f = ta.function(lambda x: mlp(x), jit_compile="auto")
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        for _ in range(3):
+            f(x)
+        f.get_concrete_function(x).wait_for_compile(300)
+        assert compiled_with == [True, False] and raced == [1]
+        for _ in range(14):  # past the trial on the caller's calls, whichever code it keeps
+            torch.testing.assert_close(f(x), mlp(x))
+        mlp[0].weight.mul_(-1.0)  # frozen or by reference, the update is seen
+        torch.testing.assert_close(f(x), mlp(x))
