@@ -63,8 +63,9 @@ def returns_fresh(node: Node) -> bool:
     if node.op.kind is OpKind.OPERATOR:
         return node.op.target in _FRESH_OPERATORS
     if node.op.kind in (OpKind.FUNCTION, OpKind.METHOD):
-        # `F.relu(x, inplace=True)` returns `x` itself.
-        return op_name(node) in FRESH_NAMES and node.kwargs.get("inplace") is not True
+        # `F.relu(x, inplace=True)` (an op that writes its first argument) returns `x` itself.
+        return op_name(node) in FRESH_NAMES and node.kwargs.get("inplace") is not True and \
+            not node.op.effects & Effect.WRITES_FIRST_ARG
     return False
 
 
