@@ -20,14 +20,12 @@ again reusing it (warm), for jit_compile=True and for torch.compile.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, Row, Settings, check_no_retrace, compile_fn, main_for,  # noqa: E402
+from harness import (Candidate, Row, Settings, check_no_retrace, cold_and_warm, compile_fn, main_for,  # noqa: E402
                      run_interleaved, torch_compile_available)
 
 import torch  # noqa: E402
@@ -84,14 +82,9 @@ print(f"{{t1 - t0:.3f}} {{t2 - t1:.3f}}")
 def compile_latency(which: str) -> tuple[float, float]:
     """(cold, warm) seconds of the first call of the step compiled by `which` ("jit" or "torch.compile"), each
     in a fresh process: with an empty inductor cache directory, then reusing it."""
-    script = _LATENCY_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), which=which)
-    with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(sys.path))
-        runs = []
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-            runs.append(float(out.stdout.split()[-1]))
-    return runs[0], runs[1]
+    cold, warm = cold_and_warm(_LATENCY_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)),
+                                                      which=which))
+    return cold[-1], warm[-1]
 
 
 def run(settings: Settings) -> list[Row]:

@@ -24,14 +24,12 @@ P5j: P5's 1000-iteration tensor loop (`x = x * a + b`, 16 floats) with jit_compi
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
+from harness import (Candidate, Row, Settings, check_equal, cold_and_warm, check_no_retrace, compile_fn,  # noqa: E402
                      main_for, run_interleaved, torch_compile_available)
 
 import torch  # noqa: E402
@@ -74,14 +72,8 @@ def latency_workload(which: str) -> tuple[Any, tuple]:
 def compile_latency(which: str = "P2j") -> tuple[float, float, float]:
     """(import s, cold first-call s, warm first-call s) of `which` (see `latency_workload`), each in a
     fresh process."""
-    script = _COLD_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), which=which)
-    with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
-        runs = []
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-            runs.append([float(x) for x in out.stdout.split()[-2:]])
-    return runs[0][0], runs[0][1], runs[1][1]
+    cold, warm = cold_and_warm(_COLD_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), which=which))
+    return cold[-2], cold[-1], warm[-1]
 
 
 def run_p2j(settings: Settings) -> list[Row]:

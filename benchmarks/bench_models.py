@@ -25,15 +25,13 @@ then a warm inductor cache, for M1 and M3.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, NoRecompile, Row, Settings, main_for, run_interleaved,  # noqa: E402
+from harness import (Candidate, NoRecompile, Row, Settings, cold_and_warm, main_for, run_interleaved,  # noqa: E402
                      torch_compile_available)
 
 import torch  # noqa: E402
@@ -258,14 +256,9 @@ print(f"{{t1 - t0:.3f}} {{t2 - t1:.3f}}")
 def compile_latency(label: str, which: str) -> tuple[float, float]:
     """(cold, warm) s of the first call of workload `label` compiled by `which` ("jit" or "torch.compile"), each
     in a fresh process: with an empty inductor cache directory, then reusing it."""
-    script = _LATENCY_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)), label=label, which=which)
-    with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(sys.path))
-        runs = []
-        for _ in range(2):
-            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
-            runs.append(float(out.stdout.split()[-1]))
-    return runs[0], runs[1]
+    cold, warm = cold_and_warm(_LATENCY_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)),
+                                                      label=label, which=which))
+    return cold[-1], warm[-1]
 
 
 def latency_rows(labels: tuple[str, ...] = ("M1", "M3")) -> list[Row]:

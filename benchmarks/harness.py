@@ -22,7 +22,9 @@ import argparse
 import gc
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import timeit
 from dataclasses import dataclass, field
@@ -245,3 +247,15 @@ def check_no_retrace(fn: Any, expected: int, label: str) -> None:
 def main_for(run: Callable[[Settings], list[Row]], doc: str) -> None:
     """The `__main__` of a benchmark module: parse the flags, run, print the table."""
     print_rows(run(Settings.from_argv(description=doc)), title=doc.splitlines()[0])
+
+
+def cold_and_warm(script: str) -> list[list[float]]:
+    """The numbers on the last line `script` prints, from two fresh processes sharing a new inductor cache
+    directory: the first starts with it empty (cold), the second reuses it (warm)."""
+    with tempfile.TemporaryDirectory(prefix="ta_inductor_cache_") as cache:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, PYTHONPATH=os.pathsep.join(sys.path))
+        runs = []
+        for _ in range(2):
+            out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+            runs.append([float(x) for x in out.stdout.strip().splitlines()[-1].split()])
+    return runs

@@ -150,42 +150,43 @@ class Tiered(Compiled):
 
     def _compile_samples(self, fn: Callable[..., Any], runners: list[_Runner], samples: dict) -> None:
         """Compile the regions that sampled their arguments; install the split code if any was compiled."""
-        try:
-            try:
-                for runner, example, autocast in list(samples.values()):
-                    with runner.lock, under_autocast(autocast):
-                        runner.compile_for(example)
-            except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
-                self._status = "failed"
-                why = str(e).strip() or type(e).__name__
-                self.on_fail(why.split("\nFix:")[0])
-                return
-            if samples:
-                self.install(_Trial(self, fn))  # confirmed on the caller's thread, on its own arguments
-            self._status = "compiled" if samples else "kept default"
-        finally:
-            self.done.set()
+        def job() -> Callable[..., Any] | None:
+            for runner, example, autocast in list(samples.values()):
+                with runner.lock, under_autocast(autocast):
+                    runner.compile_for(example)
+            return fn if samples else None
+
+        self._settle(job)
 
     def _compile(self, example: list[Any], autocast: tuple | None = None) -> None:
+        def job() -> Callable[..., Any] | None:
+            effect, args = side_effect(self.graph), tuple(example)
+            with under_autocast(autocast):
+                entry = self._compiled(args, effect, self.freeze)
+                if entry is not None and effect is None and self.freeze:
+                    # Frozen weights change the kernels (pre-packed GEMMs), not always for the better: the code
+                    # that reads them by reference competes too (hand-written LSTM cells: 0.68x eager's time by
+                    # reference, 0.9x frozen).
+                    entry = self._fastest(entry, self._compiled(args, effect, False), args)
+                faster = entry is not None and (effect is not None or self._faster(entry, args))
+            return entry if faster else None
+
+        self._settle(job)
+
+    def _settle(self, job: Callable[[], Callable[..., Any] | None]) -> None:
+        """Run the background compile `job`: its entry goes on trial (confirmed on the caller's thread, on its
+        own arguments); None keeps the default; any failure stays on the default backend and is reported."""
         try:
-            effect = side_effect(self.graph)
             try:
-                with under_autocast(autocast):
-                    entry = self._compiled(tuple(example), effect, self.freeze)
-                    if entry is not None and effect is None and self.freeze:
-                        # Frozen weights change the kernels (pre-packed GEMMs), not always for the better: the
-                        # code that reads them by reference competes too (hand-written LSTM cells: 0.68x eager's
-                        # time by reference, 0.9x frozen).
-                        entry = self._fastest(entry, self._compiled(tuple(example), effect, False), tuple(example))
-                    faster = entry is not None and (effect is not None or self._faster(entry, tuple(example)))
+                entry = job()
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
                 return
-            if faster:
-                self.install(_Trial(self, entry))  # confirmed on the caller's thread, on its own arguments
-            self._status = "compiled" if faster else "kept default"
+            if entry is not None:
+                self.install(_Trial(self, entry))
+            self._status = "compiled" if entry is not None else "kept default"
         finally:
             self.done.set()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp
+from ..graph import CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, unique_values
 from ..graph.walkers import iter_values
 
 # Functions that update tensors given as arguments without the op saying so: (argument index, keyword).
@@ -27,10 +27,10 @@ def node_writes(node: Node) -> list[Value]:
     op = node.op
     if op.kind is OpKind.CONTROL:
         if isinstance(op.target, CondOp):
-            return _unique(writes(node.subgraphs[0]) + writes(node.subgraphs[1]))
+            return unique_values(writes(node.subgraphs[0]) + writes(node.subgraphs[1]))
         if isinstance(op.target, WhileOp):
             carried = {id(v) for v in op.target.loop_vars}
-            return [v for v in _unique(writes(node.subgraphs[0]) + writes(node.subgraphs[1])) if id(v) not in carried]
+            return [v for v in unique_values(writes(node.subgraphs[0]) + writes(node.subgraphs[1])) if id(v) not in carried]
         return []
     out: list[Value] = []
     if op.effects & Effect.WRITES_FIRST_ARG and node.args and isinstance(node.args[0], Value):
@@ -52,17 +52,7 @@ def node_writes(node: Node) -> list[Value]:
 def writes(graph: Graph) -> list[Value]:
     """The tensors defined outside `graph` (its inputs, loop variables, captures) that running it updates."""
     defined = {id(v) for n in graph.nodes for v in n.outputs}
-    return [v for v in _unique([v for n in graph.nodes for v in node_writes(n)]) if id(v) not in defined]
-
-
-def _unique(values: list[Value]) -> list[Value]:
-    seen: set[int] = set()
-    out = []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
+    return [v for v in unique_values([v for n in graph.nodes for v in node_writes(n)]) if id(v) not in defined]
 
 
 class ListTypes:

@@ -36,7 +36,8 @@ import torch
 
 from ..backends.fx_lowering import lowering_error
 from ..backends.torch_codegen import CodeWriter
-from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, under_autocast
+from ..graph import (CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, under_autocast,
+                     unique_values)
 from ..state import variables
 from ..tracing import promoted
 from ..graph.ops import Expression
@@ -271,7 +272,7 @@ class ExportCodegen(ListLowering):
     # ----- control flow ------------------------------------------------------------------------------
     def cond(self, node: Node, scope: Scope) -> None:
         true_g, false_g = node.subgraphs
-        operands = _unique([v for g in (true_g, false_g) for v in g.inputs])
+        operands = unique_values([v for g in (true_g, false_g) for v in g.inputs])
         written = node_writes(node)
         k = next(self._ids)
         fns = []
@@ -317,7 +318,7 @@ class ExportCodegen(ListLowering):
             w.line(f"return {pred}")
         self.function(f"_while_body_{k}", with_counter, body_g, written, loop_vars + written, loop_vars,
                       extra_outputs=[f"{counter} + 1"] if counter else [], carried=(loop_vars, inside),
-                      cloned=_unique(written + writes(body_g)))
+                      cloned=unique_values(written + writes(body_g)))
         # torch.while_loop refuses a tensor that is both a loop's initial value and read by it from outside (or
         # the initial value of two loop variables): those start from a copy.
         lifted = {id(v) for g in node.subgraphs for v in g.inputs}
@@ -451,16 +452,6 @@ def size_name(symbol: str) -> str:
 
 def _is_list(v: Any) -> bool:
     return isinstance(v, Value) and v.kind is ValueKind.LIST
-
-
-def _unique(values: list[Value]) -> list[Value]:
-    seen: set[int] = set()
-    out = []
-    for v in values:
-        if id(v) not in seen:
-            seen.add(id(v))
-            out.append(v)
-    return out
 
 
 def _nodes_after(graph: Graph, node: Node) -> list[Node]:
