@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
-from torch_autograph.backends import inductor
+from torch_autograph.backends import inductor, tiering
 from torch_autograph.errors import GraphLoweringError
 from torch_autograph.graph import ValueKind
 
@@ -448,6 +448,82 @@ def test_frozen_captures_are_compiled_again_by_reference_after_an_update():
     mlp(xe).sum().backward()
     torch.testing.assert_close(out, mlp(x))
     torch.testing.assert_close(xg.grad, xe.grad)
+
+
+@pytest.mark.parametrize("write", [
+    lambda m: m[0].weight.data.mul_(2.0),  # in place through `.data`: a tensor with a version counter of its own
+    lambda m: m[0].weight.data[1].fill_(3.0),  # a view of that tensor
+    lambda m: m[2].bias.data.copy_(torch.full((2,), 5.0)),
+], ids=["data_mul_", "data_view_fill_", "data_copy_"])
+@pytest.mark.parametrize("jit", [True, "auto"])
+def test_writes_through_data_thaw_frozen_captures(write, jit, jit_threshold, monkeypatch):
+    if jit == "auto":  # "auto" ships the frozen code, whatever the timings say
+        jit_threshold(2)
+        monkeypatch.setattr(tiering.Tiered, "_fastest", lambda self, a, b, example: a)
+        monkeypatch.setattr(tiering.Tiered, "_faster", lambda self, compiled, example: True)
+        monkeypatch.setattr(tiering._Trial, "MARGIN", 1e9)
+    torch.manual_seed(1)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 8)
+    f = ta.function(lambda x: mlp(x), jit_compile=jit, freeze_captures=True)
+    with torch.no_grad():
+        for _ in range(3):
+            f(x)
+        cf = f.get_concrete_function(x)
+        if jit == "auto":
+            assert cf.wait_for_compile(300)
+            for _ in range(2 * tiering._Trial.CALLS):
+                f(x)
+            assert cf.jit_status == "compiled"
+        torch.testing.assert_close(f(x), mlp(x))
+        write(mlp)
+        torch.testing.assert_close(f(x), mlp(x))
+
+
+def test_data_of_a_tensor_that_is_not_a_capture_keeps_the_frozen_code(monkeypatch):
+    frozen = []
+    real = inductor._Runner._compile_frozen
+    monkeypatch.setattr(inductor._Runner, "_compile_frozen", lambda self, args, open_dims=False: frozen.append(
+        real(self, args, open_dims)) or frozen[-1])
+    torch.manual_seed(1)
+    mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    other = torch.nn.Linear(2, 2)
+    x = torch.randn(3, 8)
+    f = ta.function(lambda x: mlp(x), jit_compile=True, freeze_captures=True)
+    with torch.no_grad():
+        f(x)
+        other.weight.data.mul_(2.0)  # not a capture of f
+        torch.testing.assert_close(f(x), mlp(x))
+    assert frozen and not any(g.thawed() for g in frozen)
+
+
+@pytest.mark.parametrize("layer, freeze, frozen", [
+    (lambda: torch.nn.Conv2d(3, 4, 3), None, True),  # convolutions on the CPU: frozen by default
+    (lambda: torch.nn.Conv2d(3, 4, 3), False, False),
+    (lambda: torch.nn.Linear(8, 4), None, False),  # GEMMs: frozen only on request
+    (lambda: torch.nn.Linear(8, 4), True, True),
+])
+def test_jit_compile_true_freezes_convolutions_by_default(layer, freeze, frozen, monkeypatch):
+    compiled = []
+    real = inductor._Runner._compile_frozen
+    monkeypatch.setattr(inductor._Runner, "_compile_frozen",
+                        lambda self, args, open_dims=False: compiled.append(1) or real(self, args, open_dims))
+    torch.manual_seed(0)
+    net = layer().eval()
+    x = torch.randn(2, 3, 8, 8) if isinstance(net, torch.nn.Conv2d) else torch.randn(2, 8)
+    f = ta.function(lambda x: torch.relu(net(x)), jit_compile=True, freeze_captures=freeze)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), torch.relu(net(x)), rtol=1e-4, atol=1e-5)
+        net.weight.mul_(0.5)
+        torch.testing.assert_close(f(x), torch.relu(net(x)), rtol=1e-4, atol=1e-5)
+    assert compiled == ([1] if frozen else [])
+    # With grad enabled nothing is frozen: gradients as eager.
+    xg = x.clone().requires_grad_()
+    f(xg).sum().backward()
+    xe = x.clone().requires_grad_()
+    torch.relu(net(xe)).sum().backward()
+    torch.testing.assert_close(xg.grad, xe.grad, rtol=1e-4, atol=1e-5)
+    assert compiled == ([1] if frozen else [])
 
 
 def test_inference_mode_captures_are_not_frozen():

@@ -28,12 +28,13 @@ class CompileOptions:
     Attributes:
         return_tuple: the callable returns a tuple of the outputs (else the single output).
         grad: the grad mode the graph was traced under (compiled code runs under it).
-        freeze_captures: fold captured tensors into compiled code as constants (inductor).
+        freeze_captures: fold captured tensors into compiled code as constants (inductor); None: where it is sure
+            to pay (convolutions on the CPU).
     """
 
     return_tuple: bool
     grad: bool
-    freeze_captures: bool = False
+    freeze_captures: bool | None = False
 
 
 class Compiled:

@@ -37,17 +37,21 @@ An inference graph on CPU is compiled with inductor's C++ wrapper
 Captured tensors are read by reference at every call (buffers and parameters
 of the lowered module); their requires_grad is taken at compile time.
 
-`freeze_captures=True` (opt-in) folds the captured tensors of a graph traced
-under no_grad into the compiled code as constants (inductor's `freezing`),
-which lets inductor pre-pack weights for its C++ GEMM kernels (P3j: an MLP of
-8 small Linear layers runs about 6x faster than eager, against about 1.6x by
-reference). Each call then compares the captures' version counters and data
-pointers with those seen before the compile; after an in-place update, an
-optimizer step, `load_state_dict` or `p.data = t`, the variant is compiled
-again by reference, for good. A write through `p.data` (a tensor with its own
-version counter) is not seen: that is why freezing is not the default. Frozen
-code also keeps a packed copy of the weights (memory), and is not bitwise
-equal to eager (another GEMM kernel; differences at rounding level).
+`freeze_captures=True` folds the captured tensors of a graph traced under
+no_grad into the compiled code as constants (inductor's `freezing`), which lets
+inductor pre-pack weights for its C++ GEMM kernels (P3j: an MLP of 8 small
+Linear layers runs about 6x faster than eager, against about 2x by reference)
+and fold BatchNorm into pre-packed mkldnn convolutions. Each call then compares
+the captures' version counters and data pointers with those seen before the
+compile, and asks `data_watch` whether any capture's `.data` was used; after an
+in-place update, an optimizer step, `load_state_dict`, `p.data = t` or
+`p.data.mul_(2)`, the variant is compiled again by reference, for good. Writes
+that bypass version counters (a NumPy view) are not seen. Frozen code keeps a
+packed copy of the weights (memory) and is not bitwise equal to eager (another
+GEMM kernel; differences at rounding level). The default, `None`, freezes under
+`jit_compile="auto"` (which times frozen against by reference) and, under
+`jit_compile=True`, graphs and regions that convolve captured CPU tensors
+(`_pays_to_freeze`): another GEMM kernel is not always faster.
 
 A graph that runs autograd itself (a GradientTape + optimizer training step)
 is compiled as an inference graph whose body re-enables grad: its backward is
@@ -79,10 +83,11 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state
-from ..graph.passes.effects import writes_only_its_own
+from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state, walk_nodes
+from ..graph.passes.effects import op_name, writes_only_its_own
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
+from .data_watch import Watch
 from .fx_lowering import to_fx
 
 _Fallback = Callable[[str], None]
@@ -99,14 +104,16 @@ _version = operator.attrgetter("_version")
 _data_ptr = torch.Tensor.data_ptr
 
 
-def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool = False) -> Callable[..., Any]:
+def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool | None = False
+                  ) -> Callable[..., Any]:
     """A function running `graph` compiled with inductor, taking the graph inputs positionally.
 
     Args:
         graph: the finished graph.
         return_tuple: return a tuple of the outputs (else the single output).
         grad: the grad mode the graph was traced under (and is compiled under).
-        freeze: fold the captures into the code of a no_grad graph (`freeze_captures=True`, see above).
+        freeze: fold the captures into the code of a no_grad graph (`freeze_captures=True`, see above);
+            None: where it is sure to pay (`_pays_to_freeze`).
 
     Raises:
         GraphLoweringError: (at the call that compiles) inductor cannot compile the graph, or one of its
@@ -149,7 +156,7 @@ def _lower(graph: Graph) -> tuple[torch.fx.GraphModule, list[Any], Graph]:
     return to_fx(values_graph), slots, values_graph
 
 
-def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool, freeze: bool = False
+def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool, freeze: bool | None = False
                    ) -> tuple[Callable[..., Any], list["_Runner"]]:
     """`graph` split at its control flow: the default backend's function calling one `_Runner` per region.
 
@@ -199,7 +206,7 @@ class _Runner:
 
     def __init__(self, graph: Graph, gm: torch.fx.GraphModule, slots: list[Any], return_tuple: bool, grad: bool,
                  what: str, default: Callable | None = None, python_when_training: bool = False,
-                 freeze: bool = False) -> None:
+                 freeze: bool | None = False) -> None:
         self.graph = graph
         self.what = what  # for messages: "graph f", "the region %mul .. %add of graph f at File ..."
         if regions.computes_gradients(graph):
@@ -226,6 +233,9 @@ class _Runner:
         self.captures_grad = any(t.requires_grad for _, t in graph.captures)
         # freeze_captures: only for an inference graph with captures that it does not update itself.
         # Inference tensors (made under torch.inference_mode) have no version counter to guard them with.
+        # None: where it pays for sure, convolutions on the CPU (see `_pays_to_freeze`).
+        if freeze is None:
+            freeze = _pays_to_freeze(graph)
         self.freeze = freeze and not grad and bool(graph.captures) and side_effect(graph) is None and \
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
@@ -323,20 +333,24 @@ class _Runner:
 
     def _compile_frozen(self, args: tuple, open_dims: bool = False) -> Callable:
         """Captures folded in as constants; the first call after any of them changed (version counter: in-place
-        update, optimizer step, load_state_dict; data pointer: `p.data = t`) switches this variant for good to
-        code compiled by reference (or, tiered, to the default backend)."""
+        update, optimizer step, load_state_dict; data pointer: `p.data = t`; any use of `p.data`, see
+        `data_watch`) switches this variant for good to code compiled by reference (or, tiered, to the default
+        backend)."""
         caps = [t for _, t in self.graph.captures]
         # Read before compiling: an update during a (background) compile counts as a change.
-        versions, ptrs = sum(map(_version, caps)), list(map(_data_ptr, caps))
+        versions, ptrs, watch = sum(map(_version, caps)), list(map(_data_ptr, caps)), Watch(caps)
         try:
             frozen = self._compile_by_reference(args, _FROZEN_CONFIG, open_dims)
         except GraphLoweringError:  # freezing is an optimisation: the by-reference compile decides
+            watch.close()
             return self._compile_by_reference(args, None, open_dims)
         runner, cell = self, [frozen]
 
         def guarded(*a: Any) -> Any:
             fn = cell[0]
-            if fn is frozen and (sum(map(_version, caps)) != versions or list(map(_data_ptr, caps)) != ptrs):
+            if fn is frozen and (watch.touched or sum(map(_version, caps)) != versions
+                                 or list(map(_data_ptr, caps)) != ptrs):
+                watch.close()
                 fn = cell[0] = runner.default if not runner.may_compile else \
                     runner._compile_by_reference(a, None, open_dims)
             return fn(*a)
@@ -425,6 +439,21 @@ def compile_progress(what: str) -> Iterator[None]:
     seconds = time.perf_counter() - start
     jit_logger.info("compiled %s with inductor in %.2f s", what, seconds)
     echo(jit_logger, f"inductor compiled {what} in {seconds:.1f} s", verbosity=1 if seconds >= SLOW_COMPILE_S else 2)
+
+
+_CONVOLUTIONS = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                           "conv_transpose3d", "convolution"})
+
+
+def _pays_to_freeze(graph: Graph) -> bool:
+    """Whether freezing is sure to pay for `graph` (`freeze_captures=None` under jit_compile=True): it convolves
+    with captured CPU tensors. Inductor's CPU convolutions by reference are slower than eager (ResNet-18 eval,
+    one thread: 1.5x eager's time, as with torch.compile); frozen, BatchNorm folds into pre-packed mkldnn
+    convolutions (0.7x). For GEMMs freezing changes the kernel, sometimes for the worse: those graphs are
+    frozen only on request, or under jit_compile="auto", which times both."""
+    if not any(t.device.type == "cpu" for _, t in graph.captures):
+        return False
+    return any(op_name(n) in _CONVOLUTIONS for n in walk_nodes(graph))
 
 
 def side_effect(graph: Graph) -> Node | None:

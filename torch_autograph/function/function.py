@@ -471,16 +471,17 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
         freeze_captures: with jit_compile, a graph traced under no_grad has
             its captured tensors (weights) folded into the compiled code as
             constants, so inductor can pre-pack them for its GEMM kernels
-            (several times faster for small Linear stacks; mkldnn-packed
-            convolutions). None (the default) freezes under
-            jit_compile="auto", where the frozen code also has to time faster
-            than the default backend to be used, and not under True. Each call checks
-            the captures' version counters and data pointers: after an
-            in-place update, optimizer step, `load_state_dict` or `p.data = t`
-            the code is compiled again by reference. A write through
-            `p.data` (`p.data.mul_(2)`) is not seen; use `with
-            torch.no_grad(): p.mul_(2)` instead. Costs a packed copy of the
-            weights; results equal eager to rounding, not bitwise.
+            (several times faster for small Linear stacks) and fold BatchNorm
+            into mkldnn-packed convolutions. None (the default) freezes under
+            jit_compile="auto", where the frozen code races the code by
+            reference and then the default backend, and under True the
+            graphs that convolve captured CPU tensors. Each call checks the
+            captures' version counters and data pointers and any use of their
+            `.data`: after an in-place update, optimizer step,
+            `load_state_dict`, `p.data = t` or `p.data.mul_(2)` the code is
+            compiled again by reference. Writes through a NumPy view of a
+            capture are not seen. Costs a packed copy of the weights; results
+            equal eager to rounding, not bitwise.
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
         cuda_graphs: True captures each ConcreteFunction's CUDA work into a

@@ -42,7 +42,7 @@ class BackendChoice:
 
     jit_compile: bool | str = False
     cuda_graphs: bool = False
-    freeze_captures: bool | None = None  # None: freeze under jit_compile="auto" only
+    freeze_captures: bool | None = None  # None: "auto" freezes; True freezes convolutions on the CPU
     function_name: str = ""
     on_jit_fallback: Callable[[str], None] | None = None
     _backend: Backend | None = field(default=None, repr=False)
@@ -115,7 +115,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
-    freeze = choice.freeze_captures if choice.freeze_captures is not None else choice.jit_compile == "auto"
+    # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
+    freeze = choice.freeze_captures if choice.freeze_captures is not None else \
+        (True if choice.jit_compile == "auto" else None)
     options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
                              freeze_captures=freeze)
     compiled = choice.backend().compile(graph, options)
