@@ -480,21 +480,48 @@ def test_writes_through_data_thaw_frozen_captures(write, jit, jit_threshold, mon
         torch.testing.assert_close(f(x), mlp(x))
 
 
-def test_data_of_a_tensor_that_is_not_a_capture_keeps_the_frozen_code(monkeypatch):
+def test_reads_of_data_and_other_compiled_code_on_the_same_weights_keep_the_frozen_code(monkeypatch):
+    # Torch itself reads `.data` of Parameters (AOT autograd's runtime wrappers, when code compiled by reference
+    # runs on them): reads must not thaw the frozen code of another function on the same weights.
     frozen = []
     real = inductor._Runner._compile_frozen
     monkeypatch.setattr(inductor._Runner, "_compile_frozen", lambda self, args, open_dims=False: frozen.append(
         real(self, args, open_dims)) or frozen[-1])
     torch.manual_seed(1)
-    mlp = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    other = torch.nn.Linear(2, 2)
-    x = torch.randn(3, 8)
-    f = ta.function(lambda x: mlp(x), jit_compile=True, freeze_captures=True)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 2, 3)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    f = ta.function(lambda x: net(x), jit_compile=True)  # convolutions on the CPU: frozen
+    g = ta.function(lambda x: net(x) * 2.0, jit_compile=True, freeze_captures=False)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), net(x), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(g(x), net(x) * 2.0, rtol=1e-4, atol=1e-5)
+        norm = net[0].weight.data.norm()  # a read
+        assert torch.equal(norm, net[0].weight.norm())
+        torch.testing.assert_close(f(x), net(x), rtol=1e-4, atol=1e-5)
+    assert len(frozen) == 1 and not frozen[0].thawed()
+
+
+def test_data_of_a_frozen_capture_shares_its_version_counter():
+    # The one difference from `.data`: a write through it between a forward that saved the tensor and the
+    # backward is autograd's in-place error (eager `.data` would use the new values in the gradient silently).
+    torch.manual_seed(1)
+    lin = torch.nn.Linear(4, 4)
+    f = ta.function(lambda x: lin(x), jit_compile=True, freeze_captures=True)
+    x = torch.randn(2, 4)
     with torch.no_grad():
         f(x)
-        other.weight.data.mul_(2.0)  # not a capture of f
-        torch.testing.assert_close(f(x), mlp(x))
-    assert frozen and not any(g.thawed() for g in frozen)
+    alias = lin.weight.data
+    assert type(alias) is torch.Tensor and not alias.requires_grad and alias.data_ptr() == lin.weight.data_ptr()
+    before = lin.weight._version
+    alias.add_(1.0)
+    assert lin.weight._version == before + 1
+    loss = (torch.randn(2, 4, requires_grad=True) @ lin.weight).sum()
+    lin.weight.data.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    other = torch.nn.Parameter(torch.ones(3))  # not a capture: `.data` as always, a version counter of its own
+    other.data.mul_(2.0)
+    assert other._version == 0
 
 
 @pytest.mark.parametrize("layer, freeze, frozen", [

@@ -1,16 +1,20 @@
-"""Uses of `.data` on the tensors that frozen code folded in as constants (`freeze_captures`).
+"""Writes through `.data` to the tensors that frozen code folded in as constants (`freeze_captures`).
 
 `t.data` is an alias of `t` with a version counter of its own: a write through
 it (`p.data.mul_(2)`, `p.data.copy_(ema)`, an old-style optimizer) leaves
 `t._version` alone, so the version-counter guard of frozen code cannot see it.
-While frozen code is alive, `torch.Tensor.data` is a property that notes every
-read and assignment of a watched tensor's `.data`, and that code counts as
-stale at its next call. A read counts as a write: what the caller does with the
-alias is not known, and compiling again by reference costs time, never a value.
+While frozen code is alive, `torch.Tensor.data` is a property that gives, for a
+watched tensor, `t.detach()` instead: the same alias except that it shares
+`t`'s version counter, so a write through it (or through a view of it) moves
+`t._version` and the guard sees it. Assigning `t.data = u` sets `touched`.
 
     watch = Watch(captures)      # before compiling: a use during the compile counts
-    ...
-    if watch.touched: ...        # some capture's `.data` was used since
+
+The one difference a caller can meet: a write through a watched tensor's
+`.data` between a forward pass that saved the tensor and its backward makes
+the backward raise autograd's in-place error, where `.data` would silently use
+the new values in the gradient. Reads of `.data` (torch itself reads it, e.g.
+AOT autograd's runtime wrappers on Parameters) change nothing.
 
 The property is installed with the first `Watch` and stays; a tensor that no
 `Watch` names pays one dict lookup per `.data` (about 0.1 us). Writes that
@@ -35,7 +39,8 @@ _installed = False
 
 
 class Watch:
-    """`touched` becomes True when `.data` of one of `tensors` is read or assigned; `close()` stops watching."""
+    """While open, `.data` of `tensors` shares their version counters, and `touched` becomes True when it is
+    assigned; `close()` stops watching."""
 
     def __init__(self, tensors: Iterable[torch.Tensor]) -> None:
         self.touched = False
@@ -70,8 +75,8 @@ def _note(t: torch.Tensor) -> None:
 
 
 def _get(t: torch.Tensor) -> torch.Tensor:
-    if _watchers:
-        _note(t)
+    if _watchers and id(t) in _watchers:
+        return t.detach()
     return _BASE.__get__(t)
 
 

@@ -43,9 +43,10 @@ inductor pre-pack weights for its C++ GEMM kernels (P3j: an MLP of 8 small
 Linear layers runs about 6x faster than eager, against about 2x by reference)
 and fold BatchNorm into pre-packed mkldnn convolutions. Each call then compares
 the captures' version counters and data pointers with those seen before the
-compile, and asks `data_watch` whether any capture's `.data` was used; after an
-in-place update, an optimizer step, `load_state_dict`, `p.data = t` or
-`p.data.mul_(2)`, the variant is compiled again by reference, for good. Writes
+compile (`data_watch` makes writes through a capture's `.data` move its version
+counter too); after an in-place update, an optimizer step, `load_state_dict`,
+`p.data = t` or `p.data.mul_(2)`, the variant is compiled again by reference,
+for good. Writes
 that bypass version counters (a NumPy view) are not seen. Frozen code keeps a
 packed copy of the weights (memory) and is not bitwise equal to eager (another
 GEMM kernel; differences at rounding level). The default, `None`, freezes under
@@ -333,8 +334,8 @@ class _Runner:
 
     def _compile_frozen(self, args: tuple, open_dims: bool = False) -> Callable:
         """Captures folded in as constants; the first call after any of them changed (version counter: in-place
-        update, optimizer step, load_state_dict; data pointer: `p.data = t`; any use of `p.data`, see
-        `data_watch`) switches this variant for good to code compiled by reference (or, tiered, to the default
+        update, optimizer step, load_state_dict, `p.data.mul_(2)` (see `data_watch`); data pointer: `p.data = t`)
+        switches this variant for good to code compiled by reference (or, tiered, to the default
         backend)."""
         caps = [t for _, t in self.graph.captures]
         # Read before compiling: an update during a (background) compile counts as a change.

@@ -476,8 +476,8 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             jit_compile="auto", where the frozen code races the code by
             reference and then the default backend, and under True the
             graphs that convolve captured CPU tensors. Each call checks the
-            captures' version counters and data pointers and any use of their
-            `.data`: after an in-place update, optimizer step,
+            captures' version counters (which their `.data` shares while they
+            are frozen) and data pointers: after an in-place update, optimizer step,
             `load_state_dict`, `p.data = t` or `p.data.mul_(2)` the code is
             compiled again by reference. Writes through a NumPy view of a
             capture are not seen. Costs a packed copy of the weights; results
