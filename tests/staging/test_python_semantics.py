@@ -369,6 +369,82 @@ def test_subscript_assignment_in_a_tensor_loop_is_not_written_again():
     assert_matches_eager(subscript_write_in_while, torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2))
 
 
+# -- element writes on a list in a tensor loop or branch (a key/value cache) --------------------------
+
+
+def cache_in_while(x, n):
+    keys = [x, x * 2]  # grows along dim 0 at every step, as a key/value cache does
+    while n > 0:
+        for i in range(2):
+            keys[i] = torch.cat([keys[i], keys[i][-1:] + 1])
+        n -= 1
+    return keys[0].sum() + keys[1].sum() * 10 + keys[0].size(0)
+
+
+def element_write_in_tensor_for(x, n):
+    acc = [x, x]
+    for k in range(n):  # a graph loop: n is a tensor
+        for j in range(2):
+            acc[j] = acc[j] * 2 + k * (j + 1)
+    return acc[0] + acc[1]
+
+
+def element_write_in_branch(x):
+    parts = [x, x + 1]
+    j = 1
+    if x.sum() > 0:
+        parts[j] = parts[j] * 3
+    else:
+        parts[j - 1] = -parts[j - 1]
+    return parts[0] * parts[1]
+
+
+def dict_element_write_in_while(x, n):
+    state = {"h": x, "c": x * 0}
+    names = ("h", "c")
+    while n > 0:
+        for name in names:
+            state[name] = state[name] + 1
+        n -= 1
+    return state["h"] * state["c"]
+
+
+def tensor_element_write_in_while(b, n):
+    z = torch.zeros(3)
+    i = 0
+    while i < n:
+        z[i] = b[i] * 2  # an in-place write on a tensor: the tensor itself, not a loop variable
+        i += 1
+    return z * b
+
+
+def test_element_writes_on_a_list_in_a_tensor_loop_are_loop_state():
+    x, n = torch.tensor([1.0, 2.0]), torch.tensor(3)
+    assert_matches_eager(cache_in_while, x, n)
+    assert "while" in graph_ops(ta.function(cache_in_while), x, n)
+    assert_matches_eager(element_write_in_tensor_for, x, torch.tensor(5))
+    assert_matches_eager(dict_element_write_in_while, x, n)
+    assert_matches_eager(tensor_element_write_in_while, torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2))
+
+
+def test_element_writes_on_a_list_in_a_tensor_branch_are_branch_state():
+    for x in (torch.tensor([1.0, 2.0]), torch.tensor([-1.0, -2.0])):
+        assert_matches_eager(element_write_in_branch, x)
+    assert "cond" in graph_ops(ta.function(element_write_in_branch), torch.tensor([1.0, 2.0]))
+
+
+def test_element_writes_in_plain_python_control_flow_are_python():
+    assert cache_in_while(torch.tensor([1.0, 2.0]), 2) == ta.function(cache_in_while)(torch.tensor([1.0, 2.0]), 2)
+
+    def in_place(n):
+        parts = [1, 2]
+        for k in range(n):
+            parts[k % 2] += k
+        return parts
+
+    assert [int(v) for v in ta.function(in_place)(3)] == in_place(3) == [3, 3]
+
+
 # -- clear errors: formatting, py_function without Tout, endless recursion ----------------------------
 
 

@@ -68,6 +68,14 @@ class GraphList(Traced):
         _, item = pop(self, index)
         return item
 
+    def __setitem__(self, index: Any, item: Any) -> None:
+        # `lst[i] = x` mutates the list: this object takes the list value after the write, so that every
+        # Python reference to it (the state a loop or branch returns) sees the new element.
+        _check_live(self, "item assignment on")
+        if isinstance(index, slice):
+            raise not_allowed(self, "assigning a slice of a graph list", "assign one element at a time")
+        self._value = setitem(self, index, item)._value
+
     def extend(self, items: Any) -> None:
         _check_live(self, "extend() on")
         raise _grow_error(self, "lst.extend(...)")
@@ -168,6 +176,11 @@ def list_insert(lst: list, index: int, item: Any) -> list:
 
 def list_delitem(lst: list, index: Any) -> list:
     del lst[index]
+    return lst
+
+
+def list_setitem(lst: list, index: Any, item: Any) -> list:
+    lst[index] = item
     return lst
 
 
@@ -310,6 +323,12 @@ def _new_element(lst: GraphList, item: Any, what: str) -> tuple[Any, ListMeta]:
         item = torch.tensor(item)
         v = state.to_value(item)
     return item, _list_meta(*merge_elements(lst._value, v, what))
+
+
+def setitem(lst: GraphList, index: Any, item: Any) -> GraphList:
+    """`lst[index] = item` (an index); returns the list value after it (the same run-time list)."""
+    item, meta = _new_element(lst, item, f"assigning an element of {lst._value.name}")
+    return _as_list(_record(list_setitem, "setitem", (lst, index, item), meta, writes=True))
 
 
 def delitem(lst: GraphList, index: Any) -> GraphList:

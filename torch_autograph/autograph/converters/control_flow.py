@@ -134,9 +134,24 @@ class _ControlFlowTransformer(transformer.Transformer):
         if self.closure_writes and _calls(node):
             # A call may run a nested def that assigns these (`nonlocal`).
             modified = modified | self.closure_writes
-        names = sorted((modified & live) - self.globals - self.nonlocals)
+        # A list or dict whose elements the statement assigns (`keys[i] = k`) is state too, though the name
+        # is not rebound: see `_element_writes`.
+        element_writes = anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+        names = sorted(((modified | element_writes) & live) - self.globals - self.nonlocals)
         return state_lib.State.build(names, anno.getanno(node, _Static.MODIFIED_QNS, ()),
-                                     modified | self.globals | self.nonlocals, self.ctx.namer)
+                                     modified | element_writes | self.globals | self.nonlocals, self.ctx.namer)
+
+    @staticmethod
+    def _element_writes(call: gast.Call, node: gast.stmt, state: state_lib.State) -> gast.Call:
+        """Name the state entries that are only element-written (`keys[i] = k`, never `keys = ...`) in the
+        operator call (`element_writes=('keys',)`): the operator carries them through a staged loop or branch
+        when they hold a list or dict, whose new elements must come out of it, and passes them through
+        untouched otherwise (`z[i] = v` on a tensor is an in-place write the graph records on `z` itself)."""
+        only = sorted(anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+                      - anno.getanno(node, _Static.MODIFIED) & set(state.names))
+        if only:
+            call.keywords.append(gast.keyword(arg="element_writes", value=templates.strings_tuple(only)))
+        return call
 
     def _declarations(self, body: list) -> list:
         """global/nonlocal statements the generated function needs to modify those names."""
@@ -273,6 +288,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             "ag__.if_stmt(test, true_name, false_name, state, names)", test=test,
             true_name=true_name, false_name=false_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
+        self._element_writes(call, node, state)
         return (transformer.copy_location(self._inits(state, node, incoming_used), node),
                 transformer.copy_location(functions + self._result(call, state), node))
 
@@ -302,6 +318,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         options = self._options(node)
         if options is not None:
             call.args.append(options)
+        self._element_writes(call, node, state)
         return (transformer.copy_location(self._inits(state, node), node),
                 transformer.copy_location([test_fn, body_fn] + self._result(call, state), node))
 
@@ -341,6 +358,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         options = self._options(node)
         if options is not None:
             call.args.append(options)
+        self._element_writes(call, node, state)
         out += [body_fn] + self._result(call, state)
         return transformer.copy_location(inits, node), transformer.copy_location(out, node)
 

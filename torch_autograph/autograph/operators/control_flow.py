@@ -9,6 +9,7 @@ runs them on every iteration.
 from __future__ import annotations
 
 import builtins
+import copy
 import types
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -63,18 +64,23 @@ _iter = builtins.iter
 
 
 def if_stmt(cond: Any, true_fn: Callable[..., tuple], false_fn: Optional[Callable[..., tuple]],
-            init_vars: tuple, names: Sequence[str]) -> tuple:
+            init_vars: tuple, names: Sequence[str], element_writes: Sequence[str] = ()) -> tuple:
     """`if cond: <true_fn> else: <false_fn>`; each branch maps the state to the new state.
 
     `false_fn` is None for an `if` without `else` (the state passes through).
+    `element_writes`: see `_Carried`.
     """
     b = _registry.backend
     if b is None or type(cond) in _PLAIN or not b.is_staged(cond):
         if cond:
             return true_fn(*init_vars)
         return init_vars if false_fn is None else false_fn(*init_vars)
-    return b.cond(cond, true_fn, _identity if false_fn is None else false_fn, init_vars, names,
-                  _caller_origin())
+    false_fn = _identity if false_fn is None else false_fn
+    origin = _caller_origin()
+    c = _Carried.of(names, init_vars, element_writes)
+    if c is None:
+        return b.cond(cond, true_fn, false_fn, init_vars, names, origin)
+    return c.out(b.cond(cond, c.fn(true_fn), c.fn(false_fn), c.vars, c.names, origin))
 
 
 def if_exp(cond: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any]) -> Any:
@@ -86,8 +92,10 @@ def if_exp(cond: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], A
 
 
 def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], init_vars: tuple,
-               names: Sequence[str], options: Optional[Mapping[str, Any]] = None) -> tuple:
-    """`while test: body`. A condition that turns staged mid-loop hands the rest to the backend."""
+               names: Sequence[str], options: Optional[Mapping[str, Any]] = None,
+               element_writes: Sequence[str] = ()) -> tuple:
+    """`while test: body`. A condition that turns staged mid-loop hands the rest to the backend.
+    `element_writes`: see `_Carried`."""
     loop_vars = init_vars
     b = _registry.backend
     if b is None:
@@ -98,7 +106,11 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], init_vars: 
         t = test(*loop_vars)
         if type(t) not in _PLAIN and b.is_staged(t):
             # The backend re-evaluates test_fn on these values while tracing.
-            return b.while_loop(test, body, loop_vars, names, options or {}, _caller_origin())
+            origin = _caller_origin()
+            c = _Carried.of(names, loop_vars, element_writes)
+            if c is None:
+                return b.while_loop(test, body, loop_vars, names, options or {}, origin)
+            return c.out(b.while_loop(c.test(test), c.fn(body), c.vars, c.names, options or {}, origin))
         if not t:
             return loop_vars
         loop_vars = body(*loop_vars)
@@ -106,17 +118,22 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., tuple], init_vars: 
 
 def for_stmt(iterable: Any, extra_test: Optional[Callable[..., Any]],
              body: Callable[..., tuple], init_vars: tuple, names: Sequence[str],
-             options: Optional[Mapping[str, Any]] = None) -> tuple:
+             options: Optional[Mapping[str, Any]] = None, element_writes: Sequence[str] = ()) -> tuple:
     """`for target in iterable: body`, stopping early when `extra_test(*vars)` is false.
 
     `extra_test` carries break/return flags. It is checked before fetching the
     next element, so the iterator is advanced exactly as often as in Python.
+    `element_writes`: see `_Carried`.
     """
     b = _registry.backend
     if b is not None and type(iterable) not in _PLAIN and (
             isinstance(iterable, LazyIterable) or b.is_staged(iterable)):
-        return b.for_loop(iterable, extra_test, body, init_vars, names, options or {},
-                          _caller_origin())
+        origin = _caller_origin()
+        c = _Carried.of(names, init_vars, element_writes)
+        if c is None:
+            return b.for_loop(iterable, extra_test, body, init_vars, names, options or {}, origin)
+        return c.out(b.for_loop(iterable, None if extra_test is None else c.test(extra_test), c.fn(body, 1),
+                                c.vars, c.names, options or {}, origin))
     loop_vars = init_vars
     if extra_test is None:
         for target in iterable:
@@ -168,6 +185,56 @@ def _guarded_rest(b: dispatch.StagingBackend, it: Any, ok: Any, extra_test: Call
 
 def _identity(*vars_: Any) -> tuple:
     return vars_
+
+
+class _Carried:
+    """The state a staged statement carries when some entries are only element-written (`keys[i] = k`).
+
+    Such an entry holding a list or dict is carried like any other state: the elements the loop or branch
+    stores must come out of it, not stay in the Python object as values of one trace. Each generated function
+    gets its own shallow copy of it (both branches of an `if` are traced from the same state), and the name
+    is bound to the container the statement returns. Holding anything else (a tensor: `z[i] = v` is an
+    in-place write the graph records on `z` itself) the entry passes through: each generated function gets
+    its value, and what it returns for it is dropped.
+    """
+
+    def __init__(self, names: Sequence[str], vars_: tuple, element_writes: Sequence[str]) -> None:
+        self.full = list(vars_)
+        self.keep = [k for k, n in enumerate(names) if n not in element_writes or _is_container(vars_[k])]
+        self.copied = {k for k, n in enumerate(names) if n in element_writes and _is_container(vars_[k])}
+        self.names = tuple(names[k] for k in self.keep)
+        self.vars = tuple(vars_[k] for k in self.keep)
+
+    @classmethod
+    def of(cls, names: Sequence[str], vars_: tuple, element_writes: Sequence[str]) -> Optional["_Carried"]:
+        return cls(names, vars_, element_writes) if element_writes else None
+
+    def _expand(self, carried: tuple) -> list:
+        full = list(self.full)
+        for k, v in zip(self.keep, carried):
+            full[k] = copy.copy(v) if k in self.copied else v
+        return full
+
+    def out(self, carried: tuple) -> tuple:
+        full = list(self.full)
+        for k, v in zip(self.keep, carried):
+            full[k] = v
+        return tuple(full)
+
+    def test(self, test: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *carried: test(*self._expand(carried))
+
+    def fn(self, fn: Callable[..., tuple], leading: int = 0) -> Callable[..., tuple]:
+        """`fn` on the carried entries; `leading` arguments (a `for` target) come first, unchanged."""
+        def narrowed(*args: Any) -> tuple:
+            out = fn(*args[:leading], *self._expand(args[leading:]))
+            return tuple(out[k] for k in self.keep)
+        return narrowed
+
+
+def _is_container(value: Any) -> bool:
+    """A list or dict, as Python or as a graph value (a graph list: a list the graph holds)."""
+    return isinstance(value, (list, dict)) or type(value).__name__ == "GraphList"
 
 
 def check_branch_outputs(names: Sequence[str], true_out: Sequence[Any], false_out: Sequence[Any],

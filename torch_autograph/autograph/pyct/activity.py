@@ -28,6 +28,8 @@ class Activity:
         modified: names bound (assignment, augmented assignment, for target,
             def, import, with-as, except-as, del).
         modified_qns: attributes/subscripts assigned, e.g. `self.y`, `d['k']`.
+        element_writes: names whose elements are assigned at an index that is not a constant
+            (`keys[i] = k`, `acc[i] += x`): the name is not rebound, but a list or dict it holds changes.
         declared: names declared `global` or `nonlocal` in this scope.
         nonlocal_: names declared `nonlocal` in this scope.
         closure_writes: names of this scope that a nested def assigns
@@ -37,6 +39,7 @@ class Activity:
     read: set = dataclasses.field(default_factory=set)
     modified: set = dataclasses.field(default_factory=set)
     modified_qns: set = dataclasses.field(default_factory=set)
+    element_writes: set = dataclasses.field(default_factory=set)
     declared: set = dataclasses.field(default_factory=set)
     nonlocal_: set = dataclasses.field(default_factory=set)
     closure_writes: set = dataclasses.field(default_factory=set)
@@ -59,6 +62,8 @@ class _Collector(transformer.Visitor):
             qn = qual_names.from_node(node)
             if qn is not None:
                 self.act.modified_qns.add(qn)
+            elif isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+                self.act.element_writes.add(node.value.id)
         self.generic_visit(node)
 
     visit_Attribute = _visit_target_compound

@@ -32,6 +32,7 @@ class Static(enum.Enum):
     MAYBE_UNDEFINED = "True on a Name load that no definition reaches on every path"
     MODIFIED = "frozenset of names the statement assigns (any depth, same scope)"
     MODIFIED_QNS = "frozenset of attributes/subscripts (QN) the statement assigns"
+    ELEMENT_WRITES = "frozenset of names whose elements the statement assigns at a non-constant index"
     READ = "frozenset of names the statement reads (any depth, same scope)"
 
 

@@ -36,6 +36,7 @@ class _Liveness:
         act = self.act(s)
         anno.setanno(s, _Static.MODIFIED, frozenset(act.modified))
         anno.setanno(s, _Static.MODIFIED_QNS, frozenset(act.modified_qns))
+        anno.setanno(s, _Static.ELEMENT_WRITES, frozenset(act.element_writes))
 
     def _loop_head(self, body: list, head: frozenset, targets: frozenset) -> frozenset:
         """Names live at a loop's head: iterate the body's liveness to a fixpoint (targets are rebound)."""
