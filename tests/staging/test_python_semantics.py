@@ -433,6 +433,22 @@ def test_element_writes_on_a_list_in_a_tensor_branch_are_branch_state():
     assert "cond" in graph_ops(ta.function(element_write_in_branch), torch.tensor([1.0, 2.0]))
 
 
+def element_write_at_a_graph_index(x, n):
+    acc = [x, x]
+    for k in range(n):
+        acc[k % 2] = acc[k % 2] * 2  # the graph index line
+    return acc[0] + acc[1]
+
+
+def test_an_element_write_at_a_graph_index_on_a_python_list_is_refused_at_its_line():
+    import pytest
+    from torch_autograph import errors
+    with pytest.raises(errors.OperatorNotAllowedInGraphError) as e:
+        ta.function(element_write_at_a_graph_index)(torch.tensor([1.0]), torch.tensor(3))
+    assert line_of(element_write_at_a_graph_index, "# the graph index line") in str(e.value)
+    assert "assigning an element of a Python list at an index known only when the graph runs" in str(e.value)
+
+
 def test_element_writes_in_plain_python_control_flow_are_python():
     assert cache_in_while(torch.tensor([1.0, 2.0]), 2) == ta.function(cache_in_while)(torch.tensor([1.0, 2.0]), 2)
 

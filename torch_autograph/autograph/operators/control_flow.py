@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from torch_autograph.autograph.operators import dispatch
 from torch_autograph.autograph.operators.py_builtins import LazyIterable
 from torch_autograph.autograph.operators.variables import Undefined, UndefinedReturnValue
+from torch_autograph.autograph.operators.lists import ElementWrittenList
 from torch_autograph.autograph.pyct.origin_info import Origin
 
 _registry = dispatch._registry
@@ -212,7 +213,9 @@ class _Carried:
     def _expand(self, carried: tuple) -> list:
         full = list(self.full)
         for k, v in zip(self.keep, carried):
-            full[k] = copy.copy(v) if k in self.copied else v
+            if k in self.copied:
+                v = ElementWrittenList(v) if type(v) is list else copy.copy(v)
+            full[k] = v
         return full
 
     def out(self, carried: tuple) -> tuple:
@@ -228,7 +231,7 @@ class _Carried:
         """`fn` on the carried entries; `leading` arguments (a `for` target) come first, unchanged."""
         def narrowed(*args: Any) -> tuple:
             out = fn(*args[:leading], *self._expand(args[leading:]))
-            return tuple(out[k] for k in self.keep)
+            return tuple(list(out[k]) if type(out[k]) is ElementWrittenList else out[k] for k in self.keep)
         return narrowed
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from torch_autograph.autograph.operators import dispatch
+from torch_autograph.errors import OperatorNotAllowedInGraphError
 
 _registry = dispatch._registry
 _PLAIN = dispatch.PLAIN_TYPES
@@ -100,7 +101,28 @@ def get_item(target: Any, index: Any) -> Any:
     return b.sequence_getitem(target, index, dispatch.caller_origin())
 
 
-_SEQUENCES = frozenset({list, tuple})
+class ElementWrittenList(list):
+    """The copy of a Python list that a generated function of a staged loop or branch assigns elements of.
+
+    Its elements are the state's slots, fixed while tracing: an index known only when the graph runs cannot
+    pick one, and is refused at the user's line (torch would stop on a data-dependent guard instead).
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        b = _registry.backend
+        if type(index) not in _PLAIN and not isinstance(index, slice) and b is not None and b.is_staged(index):
+            origin = dispatch.caller_origin()
+            raise OperatorNotAllowedInGraphError(
+                f"{origin.filename}:{origin.lineno}: assigning an element of a Python list at an index known only "
+                f"when the graph runs (`{origin.source_line}`): the list is state of a tensor loop or branch, "
+                "whose elements are fixed while tracing. Index it with a Python int, or keep the values in a "
+                "tensor (`acc = torch.stack(acc)`, then `acc[i] = v`).")
+        list.__setitem__(self, index, value)
+
+
+_SEQUENCES = frozenset({list, tuple, ElementWrittenList})
 
 
 def new_list(iterable: Iterable[Any] = ()) -> list:
