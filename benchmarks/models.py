@@ -99,10 +99,51 @@ def greedy_decoder(model: nn.Module, eos: int, max_new: int) -> Callable:
     return generate
 
 
-def decode_workload(layers: int = 4, width: int = 128, prompt: int = 8, max_new: int = 40, stop_at: int = 30
-                    ) -> tuple[Callable, torch.Tensor, int]:
+def cached_greedy_decoder(model: nn.Module, eos: int, max_new: int) -> Callable:
+    """`greedy_decoder` with a key/value cache, as eager code writes it: the prompt runs through the model once,
+    then each step runs the one new token, attending to the cached keys and values of the earlier ones (a list
+    per layer that grows by one position at each step). Generates the same tokens as `greedy_decoder`."""
+
+    def attend(block: nn.Module, x: torch.Tensor, cache: tuple | None) -> tuple:
+        a = block.attn
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, a.heads, C // a.heads).transpose(1, 2) for t in a.qkv(block.ln1(x)).split(C, dim=2))
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=cache is None)  # one new query sees every key
+        x = x + a.out(y.transpose(1, 2).reshape(B, T, C))
+        return x + block.mlp(block.ln2(x)), k, v
+
+    def generate(idx: torch.Tensor) -> torch.Tensor:
+        T = idx.size(1)
+        x = model.tokens(idx) + model.positions(torch.arange(T, device=idx.device))
+        keys, values = [], []
+        for block in model.blocks:
+            x, k, v = attend(block, x, None)
+            keys.append(k)
+            values.append(v)
+        token = model.head(model.ln(x))[:, -1, :].argmax(dim=-1, keepdim=True)
+        idx = torch.cat([idx, token], dim=1)
+        done = (token == eos).all()
+        while not done and idx.size(1) < T + max_new:
+            pos = idx.size(1) - 1
+            x = model.tokens(token) + model.positions(torch.arange(pos, pos + 1, device=idx.device))
+            for i, block in enumerate(model.blocks):
+                x, keys[i], values[i] = attend(block, x, (keys[i], values[i]))
+            token = model.head(model.ln(x))[:, -1, :].argmax(dim=-1, keepdim=True)
+            idx = torch.cat([idx, token], dim=1)
+            done = (token == eos).all()
+        return idx
+
+    return generate
+
+
+def decode_workload(layers: int = 4, width: int = 128, prompt: int = 8, max_new: int = 40, stop_at: int = 30,
+                    cached: bool = False) -> tuple[Callable, torch.Tensor, int]:
     """(greedy decoder, prompt, tokens it generates): EOS is the first token the model generates at or after step
-    `stop_at` that it has not generated before, so the loop stops there, on data, before `max_new`."""
+    `stop_at` that it has not generated before, so the loop stops there, on data, before `max_new`.
+    `cached`: the decoder with a key/value cache (`cached_greedy_decoder`)."""
     model = gpt(layers=layers, width=width)
     with torch.no_grad():  # weights at a scale where greedy decoding does not settle on repeating one token
         for p in model.parameters():
@@ -113,7 +154,8 @@ def decode_workload(layers: int = 4, width: int = 128, prompt: int = 8, max_new:
     with torch.no_grad():
         free = greedy_decoder(model, eos=-1, max_new=max_new)(idx)[0, prompt:].tolist()
     eos = next(t for i, t in enumerate(free) if i >= stop_at and t not in free[:i])
-    return greedy_decoder(model, eos=eos, max_new=max_new), idx, free.index(eos) + 1
+    decoder = cached_greedy_decoder if cached else greedy_decoder
+    return decoder(model, eos=eos, max_new=max_new), idx, free.index(eos) + 1
 
 
 # ----- LSTM language model ---------------------------------------------------------------------------
