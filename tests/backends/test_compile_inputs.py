@@ -128,3 +128,29 @@ def test_inference_code_with_the_cpp_wrapper_takes_a_new_variant_for_a_new_layou
         torch.testing.assert_close(f(y), ((y @ sum(w)).sin() * 2.0 + y.cos()).tanh())
         torch.testing.assert_close(f(x), ((x @ sum(w)).sin() * 2.0 + x.cos()).tanh())
     assert chosen == [True, True] and len(_compiles(caplog)) == 2
+
+
+def test_the_generated_open_layout_check_agrees_with_the_open_key():
+    # The per-call fast path of a graph with open dims checks a call against the variant in use with generated
+    # code: it must accept exactly the arguments whose open key is the variant's.
+    from torch_autograph.backends.compile_inputs import Layouts
+    from torch_autograph.graph import Graph, Value, ValueKind
+
+    open_dim = object()  # Layouts reads a dim that is not an int as open (a SymInt in a traced graph)
+    graph = Graph(name="g", inputs=[Value("x", torch.float32, (2, open_dim, 4), torch.device("cpu")),
+                                    Value("n", None, (), None, kind=ValueKind.SCALAR),
+                                    Value("w", torch.float32, (3,), torch.device("cpu"))], nodes=[], outputs=[])
+    layouts = Layouts(graph)
+    for grad in (False, True):
+        a = (torch.randn(2, 5, 4), 3, torch.randn(3))
+        fits = layouts.open_fits(a, grad)
+        calls = [a, (torch.randn(2, 9, 4), 3, torch.randn(3)), (torch.randn(2, 1, 4), 3, torch.randn(3)),
+                 (torch.randn(2, 5, 4), 4, torch.randn(3)), (torch.randn(2, 5, 4), 3.0, torch.randn(3)),
+                 (torch.randn(2, 5, 4).double(), 3, torch.randn(3)), (torch.randn(3, 5, 4), 3, torch.randn(3)),
+                 (torch.randn(2, 5, 8)[:, :, :4], 3, torch.randn(3)), (torch.randn(2, 5, 4, 1), 3, torch.randn(3)),
+                 (torch.randn(2, 5, 4, requires_grad=True), 3, torch.randn(3)), (torch.randn(2, 5, 4), 3, 1.0),
+                 (torch.randn(2, 5, 4), 3, torch.randn(4)), (torch.randn(2, 5, 4), 3)]
+        for b in calls:
+            want = len(b) == len(a) and layouts.open_key(b, grad) is not None and \
+                layouts.open_key(b, grad) == layouts.open_key(a, grad)
+            assert fits(b) == want, (grad, [getattr(t, "shape", t) for t in b])

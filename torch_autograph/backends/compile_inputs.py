@@ -23,6 +23,7 @@ their own).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import torch
@@ -59,6 +60,30 @@ class Layouts:
                         a.dtype, a.device))
         return ("open", *key)
 
+    def open_fits(self, args: tuple, grad: bool) -> Callable[[tuple], bool]:
+        """A check that a call's arguments have the open key of `args` (`open_key(a, grad) == open_key(args,
+        grad)`), as generated code: run at every call of a graph with open dims (a loop body whose sizes
+        grow), where computing the key costs about 1 us per argument."""
+        env: dict[str, Any] = {"Tensor": torch.Tensor}
+        terms = [f"len(a) == {len(args)}"]
+        for i, (a, dims) in enumerate(zip(args, self.open)):
+            t = f"a[{i}]"
+            if not isinstance(a, torch.Tensor):
+                env[f"ty{i}"], env[f"v{i}"] = type(a), a
+                terms.append(f"type({t}) is ty{i} and {t} == v{i}")
+                continue
+            env[f"dt{i}"], env[f"dev{i}"] = a.dtype, a.device
+            terms.append(f"isinstance({t}, Tensor) and {t}.dtype is dt{i} and {t}.device == dev{i}")
+            if grad:
+                terms.append(f"{t}.requires_grad is {a.requires_grad}")
+            shape = f"{t}.shape"
+            terms.append(f"len({shape}) == {a.dim()}")
+            terms += [f"{shape}[{d}] >= 2" if d in dims else f"{shape}[{d}] == {n}" for d, n in enumerate(a.shape)]
+            if dims:
+                terms.append(f"{t}.is_contiguous()")
+        code = compile("lambda a: " + " and ".join(terms), "<torch_autograph open-layout check>", "eval")
+        return eval(code, env)  # noqa: S307 - our own generated code
+
     def examples(self, args: tuple, open_dims: bool) -> tuple[list[Any], Any]:
         """Fake tensors like `args` (open dims symbolic when `open_dims`), and the fake mode they belong to."""
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -83,11 +108,20 @@ class Layouts:
         code = env.produce_guards_expression(fakes)
         if not code:
             return lambda args: True
-        compiled = compile(code, "<torch_autograph open-size guard>", "eval")
+        # torch names the arguments L['t0'], L['t1'], ...: as parameters of one function the check costs no dict.
         names = [f"t{i}" for i in range(len(fakes))]
+        body = re.sub(r"L\['(t\d+)'\]", r"\1", code)
+        if re.search(r"\bL\[", body):  # another form than expected: evaluate torch's code as it is
+            compiled = compile(code, "<torch_autograph open-size guard>", "eval")
 
-        def check(args: tuple) -> bool:
-            return bool(eval(compiled, SYMPY_INTERP, {"L": dict(zip(names, args))}))  # noqa: S307 - torch's guard code
+            def check(args: tuple) -> bool:
+                return bool(eval(compiled, SYMPY_INTERP, {"L": dict(zip(names, args))}))  # noqa: S307
+        else:
+            fn = eval(compile(f"lambda {', '.join(names)}: bool({body})", "<torch_autograph open-size guard>",
+                              "eval"), dict(SYMPY_INTERP))  # noqa: S307 - torch's guard code
+
+            def check(args: tuple) -> bool:
+                return fn(*args)
 
         check.code = code  # for tests and messages
         return check

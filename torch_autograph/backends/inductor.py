@@ -241,6 +241,8 @@ class _Runner:
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
         self.layouts = Layouts(graph)  # dims the graph leaves open (symbolic) compile as size symbols
+        # open key -> generated check that a call's arguments have that key (the per-call fast path)
+        self.open_fits: dict[tuple, Callable[[tuple], bool]] = {}
 
     def entry(self) -> Callable[..., Any]:
         """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
@@ -257,8 +259,16 @@ class _Runner:
 
         def call(*args: Any) -> Any:
             current = state[0]
-            if every_call or current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
-                                   != current[0]) or (autocast_state() if _any_autocast() else None) != current[2]:
+            if every_call:
+                # The open variant in use takes the call when the arguments have its layout (its own guard then
+                # checks the sizes); a variant chosen by exact key is looked up again.
+                if current is not None and current[3] is not None and current[3](args) and \
+                        (autocast_state() if _any_autocast() else None) == current[2]:
+                    fn = current[1]
+                else:
+                    fn = runner.select(args, state)
+            elif current is None or (check_grad and (args[0].requires_grad if one else _grad_pattern(args))
+                                     != current[0]) or (autocast_state() if _any_autocast() else None) != current[2]:
                 fn = runner.select(args, state)
             else:
                 fn = current[1]
@@ -307,7 +317,7 @@ class _Runner:
                 else:
                     fn = self.variants[key] = self.compile(args, open_dims=key is okey)
         state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
-                    key[-1])
+                    key[-1], self.open_fits.get(key) if key is okey else None)
         return fn
 
     def compile_for(self, args: tuple) -> None:
@@ -322,6 +332,7 @@ class _Runner:
         fn = self._compile_frozen(args, open_dims) if self.freeze else self._compile_by_reference(args, None, open_dims)
         if not open_dims:
             return fn
+        self.open_fits[self.open_key(args)] = self.layouts.open_fits(args, self.grad)
         runner, check = self, fn.open_guard
 
         def open_variant(*a: Any) -> Any:
