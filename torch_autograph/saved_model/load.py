@@ -1,7 +1,8 @@
 """`ta.saved_model.load`: the saved functions back as callables, run by their exported programs, no source needed.
 
 What comes back mirrors what was saved: the object's function attributes by
-their names (a saved function itself: the loaded object is callable), each
+their names, those of submodules and attribute objects under their paths
+(`loaded.blocks[0].encode`; a saved function itself: the loaded object is callable), each
 dispatching a call to the saved concrete function whose argument types match;
 `signatures`, a dict of callables; `variables`, the saved tensors by name (also
 attributes where the name is an identifier). Every program reads and updates
@@ -90,6 +91,33 @@ class _Entry:
         return specs.describe(self.params)
 
 
+class LoadedObject:
+    """A submodule or attribute object of the saved object that held ta.functions: its functions (and those
+    of its own children) as attributes; `obj[0]` reads attribute "0" (a ModuleList's children)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        try:
+            return getattr(self, str(key))
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __repr__(self) -> str:
+        return f"<loaded object ({', '.join(sorted(vars(self)))})>"
+
+
+def _place(root: Any, path: str, fn: LoadedFunction) -> None:
+    """Set `fn` at dotted `path` under `root`, making the LoadedObjects on the way."""
+    *parents, name = path.split(".")
+    obj = root
+    for p in parents:
+        child = getattr(obj, p, None)
+        if child is None:
+            child = LoadedObject()
+            setattr(obj, p, child)
+        obj = child
+    setattr(obj, name, fn)
+
+
 class Loaded:
     """What `ta.saved_model.load` returns (see the module docstring)."""
 
@@ -100,7 +128,7 @@ class Loaded:
         self._call = functions.get("__call__")
         for name, fn in functions.items():
             if name != "__call__":
-                setattr(self, name, fn)
+                _place(self, name, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._call is None:

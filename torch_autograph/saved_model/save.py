@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import types
 from typing import Any
 
 import torch
@@ -37,7 +38,8 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_co
 
     Args:
         obj: a `ta.function` (or a ConcreteFunction), or an object (an `nn.Module`, any object) whose attributes
-            include ta.functions. Every concrete function is saved: those already traced, and for a function
+            include ta.functions; those of its submodules and attribute objects are saved under their paths
+            (`blocks.0.encode`). Every concrete function is saved: those already traced, and for a function
             with an `input_signature` the one it fixes (traced now if needed).
         export_dir: the directory to write (created if needed).
         signatures: a ta.function or ConcreteFunction (saved as "serving_default"), or a dict of them by name.
@@ -72,21 +74,58 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_co
 
 
 def collect_functions(obj: Any) -> dict[str, list[ConcreteFunction]]:
-    """{attribute name: its concrete functions}; a function itself is saved as "__call__"."""
+    """{path: its concrete functions}; a function itself is saved as "__call__". The functions of submodules
+    and of objects held in attributes are found too, under dotted paths (`blocks.0.encode`): see `_walk`."""
     if _is_function(obj):
         return {"__call__": _concretes(obj)}
-    out = {}
-    attrs = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
-    for name in dir(type(obj)):
-        if isinstance(getattr(type(obj), name, None), Function):
-            attrs[name] = getattr(obj, name)  # a decorated method: the instance's own Function
-    for name in sorted(attrs):
-        value = attrs[name]
-        if _is_function(value):
-            cfs = _concretes(value)
-            if cfs:
-                out[name] = cfs
+    return {path: cfs for path, (_, cfs) in _functions_by_path(obj).items()}
+
+
+def _functions_by_path(obj: Any) -> dict[str, tuple[Any, list[ConcreteFunction]]]:
+    out: dict[str, tuple[Any, list[ConcreteFunction]]] = {}
+    for prefix, o in _walk(obj):
+        attrs = dict(vars(o)) if hasattr(o, "__dict__") else {}
+        for name in dir(type(o)):
+            if isinstance(getattr(type(o), name, None), Function):
+                attrs[name] = getattr(o, name)  # a decorated method: the instance's own Function
+        for name in sorted(attrs):
+            value = attrs[name]
+            if _is_function(value):
+                cfs = _concretes(value)
+                if cfs:
+                    out[prefix + name] = (value, cfs)
     return out
+
+
+def _walk(obj: Any) -> list[tuple[str, Any]]:
+    """(path prefix, object) for `obj` ("") and every object reachable from it through submodules
+    (`named_children`) and attributes holding objects of user classes, each once (cycles are cut); the
+    prefix of `obj.blocks[0]` is "blocks.0."."""
+    seen: set[int] = set()
+    out: list[tuple[str, Any]] = []
+
+    def visit(o: Any, prefix: str) -> None:
+        if id(o) in seen:
+            return
+        seen.add(id(o))
+        out.append((prefix, o))
+        children = dict(o.named_children()) if isinstance(o, torch.nn.Module) else {}
+        for name, value in (vars(o).items() if hasattr(o, "__dict__") else ()):
+            if not name.startswith("_") and name not in children and _holds_functions(value):
+                children[name] = value
+        for name in sorted(children, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n)):
+            visit(children[name], f"{prefix}{name}.")
+
+    visit(obj, "")
+    return out
+
+
+def _holds_functions(value: Any) -> bool:
+    """Whether an attribute's value is an object to look into for ta.functions: an instance of a class with
+    instance attributes, not a tensor, function, class or Python module."""
+    return hasattr(value, "__dict__") and not isinstance(value, (
+        torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType, Function, BoundFunction,
+        ConcreteFunction, Variable))
 
 
 def _is_function(x: Any) -> bool:
@@ -104,16 +143,18 @@ def _concretes(fn: Any) -> list[ConcreteFunction]:
 
 
 def _variable_names(obj: Any) -> dict[int, str]:
-    """Names for the tensors `obj` holds: state_dict keys of a module, attribute names of Variables and tensors."""
+    """Names for the tensors `obj` holds: state_dict keys of a module, attribute paths of Variables and
+    tensors (`tools.scale_table`), through the objects `_walk` reaches."""
     names: dict[int, str] = {}
     if isinstance(obj, torch.nn.Module):
         for key, t in obj.state_dict(keep_vars=True).items():
             names.setdefault(id(t), key)
-    for key, value in (vars(obj).items() if hasattr(obj, "__dict__") else ()):
-        if isinstance(value, Variable):
-            names.setdefault(id(value._tensor), key)
-        elif isinstance(value, torch.Tensor):
-            names.setdefault(id(value), key)
+    for prefix, o in _walk(obj):
+        for key, value in (vars(o).items() if hasattr(o, "__dict__") else ()):
+            if isinstance(value, Variable):
+                names.setdefault(id(value._tensor), prefix + key)
+            elif isinstance(value, torch.Tensor):
+                names.setdefault(id(value), prefix + key)
     return names
 
 
@@ -175,7 +216,6 @@ def _signatures(obj: Any, signatures: Any, functions: dict[str, list[ConcreteFun
 
 
 def _declared(obj: Any, attr: str) -> bool:
-    """Whether the function saved as `attr` was declared with an input_signature."""
-    fn = obj if attr == "__call__" else getattr(obj, attr)
+    """Whether the function saved as `attr` (a dotted path) was declared with an input_signature."""
+    fn = obj if attr == "__call__" else _functions_by_path(obj)[attr][0]
     return not isinstance(fn, ConcreteFunction) and fn.input_signature is not None
-
