@@ -52,7 +52,9 @@ packed copy of the weights (memory) and is not bitwise equal to eager (another
 GEMM kernel; differences at rounding level). The default, `None`, freezes under
 `jit_compile="auto"` (which times frozen against by reference) and, under
 `jit_compile=True`, graphs and regions that convolve captured CPU tensors
-(`_pays_to_freeze`): another GEMM kernel is not always faster.
+(`_pays_to_freeze`; plain freezing, without the GEMM autotuning that
+`freeze_captures=True` and "auto" add): another GEMM kernel is not always
+faster.
 
 A graph that runs autograd itself (a GradientTape + optimizer training step)
 is compiled as an inference graph whose body re-enables grad: its backward is
@@ -101,6 +103,9 @@ MAX_VARIANTS = 8
 # The autotuning reports inductor writes to stderr are turned off (keys unknown to an older torch are skipped).
 _FROZEN_CONFIG = {"freezing": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,CPP",
                   "autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False}
+# Freezing by default under jit_compile=True (convolutions on the CPU, `_pays_to_freeze`): without the GEMM
+# autotuning, which took ResNet-18's first call from 8.7 s to 13.9 s for the same per-call time.
+_FROZEN_DEFAULT_CONFIG = {"freezing": True}
 _version = operator.attrgetter("_version")
 _data_ptr = torch.Tensor.data_ptr
 
@@ -235,6 +240,7 @@ class _Runner:
         # freeze_captures: only for an inference graph with captures that it does not update itself.
         # Inference tensors (made under torch.inference_mode) have no version counter to guard them with.
         # None: where it pays for sure, convolutions on the CPU (see `_pays_to_freeze`).
+        self.freeze_config = _FROZEN_CONFIG if freeze else _FROZEN_DEFAULT_CONFIG
         if freeze is None:
             freeze = _pays_to_freeze(graph)
         self.freeze = freeze and not grad and bool(graph.captures) and side_effect(graph) is None and \
@@ -352,7 +358,7 @@ class _Runner:
         # Read before compiling: an update during a (background) compile counts as a change.
         versions, ptrs, watch = sum(map(_version, caps)), list(map(_data_ptr, caps)), Watch(caps)
         try:
-            frozen = self._compile_by_reference(args, _FROZEN_CONFIG, open_dims)
+            frozen = self._compile_by_reference(args, self.freeze_config, open_dims)
         except GraphLoweringError:  # freezing is an optimisation: the by-reference compile decides
             watch.close()
             return self._compile_by_reference(args, None, open_dims)
