@@ -514,3 +514,24 @@ def test_an_update_of_a_tensor_a_branch_passed_on_is_refused_when_the_original_i
     with pytest.raises(GraphLoweringError, match=rf"(?s)line {line} to torch.export: it updates %y in place, which "
                                                  r"may be the tensor %x that a branch or loop passed on as is"):
         cf.export()
+
+
+def test_a_conv_net_with_batchnorm_traces_exports_and_saves_from_its_signature_alone(tmp_path):
+    # BatchNorm's ATen code decides on `numel() == 0` of a batch known only when the graph runs: from a
+    # TensorSpec alone there was no size to decide with (NeedsSizeError). A hint size decides now, and
+    # the decision is a guard of every call: a batch of 0 traces again.
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    net[1].running_mean.uniform_(-1, 1)
+    f = ta.function(lambda x: net(x), input_signature=[ta.TensorSpec([None, 3, 8, 8])])
+    cf = f.get_concrete_function()
+    assert any("traced from the signature alone" in n for n in cf.notes)
+    batches = [torch.randn(n, 3, 8, 8) for n in (5, 1, 17, 2)]
+    program = exported_matches(lambda x: net(x), [ta.TensorSpec([None, 3, 8, 8])], [(x,) for x in batches])
+    assert program is not None
+    for x in batches + [torch.randn(0, 3, 8, 8)]:
+        torch.testing.assert_close(f(x), net(x))
+    ta.saved_model.save(f, tmp_path)
+    loaded = ta.saved_model.load(tmp_path)
+    for x in batches:
+        torch.testing.assert_close(loaded(x), net(x))

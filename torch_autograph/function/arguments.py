@@ -144,6 +144,8 @@ def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
                             f"needs the rank of each tensor. Give the rank, with None for the sizes that vary: "
                             f"e.g. ta.TensorSpec([None, None], {t.dtype})")
         hints = tuple(value.shape) if isinstance(value, torch.Tensor) and value.dim() == len(t.shape) else None
+        if hints is None and state.spec_hint is not None:
+            hints = tuple(state.spec_hint if s is None else s for s in t.shape)
         real = isinstance(value, torch.Tensor) and not isinstance(value, Traced)
         grad_hint = (value.requires_grad, value.is_leaf) if real else None
         return state.placeholder(t.name or name, t.dtype, t.shape, t.device, hints=hints, grad_hint=grad_hint)

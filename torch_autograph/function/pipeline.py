@@ -17,7 +17,7 @@ import torch
 from .. import nest
 from ..backends import Backend, CompileOptions
 from ..backends.torch_codegen import TorchBackend
-from ..graph import Graph
+from ..graph import Graph, ValueKind
 from ..graph.passes import (
     eliminate_common_subexpressions,
     eliminate_dead_code,
@@ -74,13 +74,22 @@ class BackendChoice:
         return backend
 
 
+# The size that stands for a None dim when a trace from a signature alone (no call's tensor) must decide on it:
+# a prime, unlikely to equal a static dim of the model (where broadcasting would specialise on it), and large
+# enough for the kernels and pools of a conv net. Each decision taken on it is a guard checked at every call.
+SPEC_HINT = 17
+
+
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
-          bound: dict[str, Any], grad: bool, backed: bool = False) -> tuple[Graph, Any, tuple, TraceState]:
+          bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None
+          ) -> tuple[Graph, Any, tuple, TraceState]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace)."""
+    the finished trace). `backed`: None dims are backed by the call's sizes, or by `spec_hint` where the
+    argument is a TensorSpec alone."""
     graph = Graph(name)
     with torch.set_grad_enabled(grad), tracing(graph) as state:
         state.backed = backed
+        state.spec_hint = spec_hint
         values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
         args, kwargs = rebuild_call(signature, values)
         try:
@@ -107,12 +116,22 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     """The whole pipeline for one trace."""
     try:
         graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad)
-    except NeedsSizeError:
+    except NeedsSizeError as e:
         # Code that decides on a size known only when the graph runs (a library `if`, a number of results):
         # trace again with the call's sizes behind the symbols; each decision is a guard checked per call.
-        if not _has_tensors(bound):
-            raise
-        graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
+        # Traced from a signature alone (get_concrete_function, export, saved_model), SPEC_HINT stands for
+        # them: a call whose sizes break a decision traces again, an exported program checks it.
+        spec_hint = None if _has_tensors(bound) else SPEC_HINT
+        graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True,
+                                             spec_hint=spec_hint)
+        if spec_hint is not None:
+            if _pinned(state, graph.inputs):
+                # The decisions hold for the hint only (a number of results: `x.split(1)`): the
+                # signature's None dims would be one size in disguise. Refused, as before.
+                raise e
+            state.notes.append(f"traced from the signature alone, with {SPEC_HINT} standing for the None dims "
+                               f"where code decided on them ({str(e).split(' (')[0]}); each decision is "
+                               f"checked at every call")
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
@@ -141,6 +160,20 @@ def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[in
         return size_check(flat) if size_check is not None else None
 
     return check
+
+
+def _pinned(state: TraceState, inputs: list) -> bool:
+    """Whether the size assumptions of a trace backed by SPEC_HINT hold for neither SPEC_HINT - 1 nor + 1 in
+    the None dims: what it decided then fixes them to the hint."""
+    check = state.symbols.guard_checker(inputs)
+    if check is None:
+        return False
+
+    def probe(size: int) -> list:
+        return [torch.empty([size if type(d) is not int else d for d in v.shape], dtype=v.dtype, device="meta")
+                if v.kind is ValueKind.TENSOR and v.shape is not None else None for v in inputs]
+
+    return all(check(probe(n)) is not None for n in (SPEC_HINT - 1, SPEC_HINT + 1))
 
 
 def _has_tensors(bound: dict[str, Any]) -> bool:

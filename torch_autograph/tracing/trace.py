@@ -71,6 +71,8 @@ class TraceState:
         self._checking = False  # adding the check nodes of run-time size assumptions
         self.grads: Any = None  # the root's grads.GradTracker, once traced code touches `.grad`
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
+        # Traced from a signature alone but backed: the hint size of each None dim (see pipeline.SPEC_HINT).
+        self.spec_hint: int | None = None if parent is None else parent.spec_hint
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
         self.lift_outer: Callable[[Value], Value] | None = None
