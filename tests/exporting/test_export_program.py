@@ -535,3 +535,21 @@ def test_a_conv_net_with_batchnorm_traces_exports_and_saves_from_its_signature_a
     loaded = ta.saved_model.load(tmp_path)
     for x in batches:
         torch.testing.assert_close(loaded(x), net(x))
+
+
+def test_a_hint_too_small_for_the_model_gives_back_the_original_error():
+    # 17 stands for the None dims where code must decide; a 21x21 kernel leaves no output at that size: the
+    # error is still the one about the undecidable size at the user's line, not one about 17.
+    from torch_autograph.errors import OperatorNotAllowedInGraphError
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 21), torch.nn.BatchNorm2d(4)).eval()
+
+    def forward(x):
+        return net(x)  # the model line
+
+    f = ta.function(forward, input_signature=[ta.TensorSpec([None, 3, None, None])])
+    with pytest.raises(OperatorNotAllowedInGraphError) as info:
+        f.get_concrete_function()
+    assert "needs the value of a size" in str(info.value) and "17" not in str(info.value).split("Fix:")[0]
+    x = torch.randn(2, 3, 30, 30)
+    torch.testing.assert_close(f(x), net(x))  # a call's sizes decide
