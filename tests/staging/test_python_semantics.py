@@ -418,6 +418,31 @@ def tensor_element_write_in_while(b, n):
     return z * b
 
 
+def element_writes_seen_through_an_alias(x, n):
+    keys = [x, x * 2]
+    other = keys  # the same list: it sees the loop's writes
+    table = {"h": x, "c": x}
+    same_table = table
+    while n > 0:
+        for i in range(2):
+            keys[i] = keys[i] + 1
+        for name in ("h", "c"):
+            table[name] = table[name] * 2
+        n = n - 1
+    return other[0] + keys[0] * 10 + other[1] * 100 + same_table["h"] * 1000
+
+
+def element_writes_in_a_branch_seen_through_an_alias(x):
+    parts = [x, x + 1]
+    alias = parts
+    j = 1
+    if x.sum() > 0:
+        parts[j] = parts[j] * 3
+    else:
+        parts[j - 1] = -parts[j - 1]
+    return alias[0] * 10 + alias[1]
+
+
 def test_element_writes_on_a_list_in_a_tensor_loop_are_loop_state():
     x, n = torch.tensor([1.0, 2.0]), torch.tensor(3)
     assert_matches_eager(cache_in_while, x, n)
@@ -425,6 +450,9 @@ def test_element_writes_on_a_list_in_a_tensor_loop_are_loop_state():
     assert_matches_eager(element_write_in_tensor_for, x, torch.tensor(5))
     assert_matches_eager(dict_element_write_in_while, x, n)
     assert_matches_eager(tensor_element_write_in_while, torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2))
+    assert_matches_eager(element_writes_seen_through_an_alias, x, n)
+    for x in (torch.tensor([1.0, 2.0]), torch.tensor([-1.0, -2.0])):
+        assert_matches_eager(element_writes_in_a_branch_seen_through_an_alias, x)
 
 
 def test_element_writes_on_a_list_in_a_tensor_branch_are_branch_state():

@@ -272,7 +272,8 @@ class _ControlFlowTransformer(transformer.Transformer):
         state = self._state(node, live_out | branches_in)
         # Read by a branch before it assigns them (e.g. after a loop that may not run) but
         # dead after the `if`: passed in, and left undefined by both branches.
-        dead = frozenset(state.names) - live_out
+        # A container the branches only assign elements of is never dead: other names may hold it.
+        dead = frozenset(state.names) - live_out - anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
         false_name = self.ctx.namer.new_symbol("if_false") if node.orelse or dead else None
         self._visit_children(node, state.params)
         returns = self._branch_outputs(state, dead)

@@ -219,9 +219,11 @@ class _Carried:
         return full
 
     def out(self, carried: tuple) -> tuple:
+        """The state after the statement; a container comes back as the object it was, holding the new elements,
+        so that every other reference to it sees them, as in Python."""
         full = list(self.full)
         for k, v in zip(self.keep, carried):
-            full[k] = v
+            full[k] = _write_back(self.full[k], v) if k in self.copied else v
         return tuple(full)
 
     def test(self, test: Callable[..., Any]) -> Callable[..., Any]:
@@ -233,6 +235,24 @@ class _Carried:
             out = fn(*args[:leading], *self._expand(args[leading:]))
             return tuple(list(out[k]) if type(out[k]) is ElementWrittenList else out[k] for k in self.keep)
         return narrowed
+
+
+def _write_back(original: Any, new: Any) -> Any:
+    """Put the elements of `new` (what a staged statement made of `original`'s copy) into `original`; return it.
+
+    The backend may hand back a list as a graph list (a branch merges lists that way): its elements are read
+    back by index, the length being the original's (only elements were assigned, never appended or deleted).
+    """
+    if new is original:
+        return original
+    if isinstance(original, list):
+        original[:] = new if isinstance(new, list) else [new[i] for i in range(len(original))]
+    elif isinstance(original, dict):
+        original.clear()
+        original.update(new)
+    else:  # a graph list: it takes the value after the statement (see GraphList.__setitem__)
+        original._value = new._value
+    return original
 
 
 def _is_container(value: Any) -> bool:
