@@ -8,6 +8,7 @@ import shutil
 import threading
 import warnings
 
+import numpy
 import pytest
 import torch
 
@@ -454,7 +455,10 @@ def test_frozen_captures_are_compiled_again_by_reference_after_an_update():
     lambda m: m[0].weight.data.mul_(2.0),  # in place through `.data`: a tensor with a version counter of its own
     lambda m: m[0].weight.data[1].fill_(3.0),  # a view of that tensor
     lambda m: m[2].bias.data.copy_(torch.full((2,), 5.0)),
-], ids=["data_mul_", "data_view_fill_", "data_copy_"])
+    lambda m: m[0].weight.detach().numpy().__setitem__((0, 0), 7.0),  # a NumPy view: no version counter
+    lambda m: numpy.asarray(m[2].bias.data).__setitem__(1, -3.0),
+    lambda m: torch.from_dlpack(m[0].bias.detach()).mul_(3.0),  # a DLPack view: a version counter of its own
+], ids=["data_mul_", "data_view_fill_", "data_copy_", "numpy_view", "numpy_asarray", "from_dlpack"])
 @pytest.mark.parametrize("jit", [True, "auto"])
 def test_writes_through_data_thaw_frozen_captures(write, jit, jit_threshold, monkeypatch):
     if jit == "auto":  # "auto" ships the frozen code, whatever the timings say

@@ -1,12 +1,20 @@
-"""Writes through `.data` to the tensors that frozen code folded in as constants (`freeze_captures`).
+"""Writes to the tensors that frozen code folded in as constants (`freeze_captures`) that version counters miss.
 
-`t.data` is an alias of `t` with a version counter of its own: a write through
-it (`p.data.mul_(2)`, `p.data.copy_(ema)`, an old-style optimizer) leaves
-`t._version` alone, so the version-counter guard of frozen code cannot see it.
-While frozen code is alive, `torch.Tensor.data` is a property that gives, for a
-watched tensor, `t.detach()` instead: the same alias except that it shares
-`t`'s version counter, so a write through it (or through a view of it) moves
-`t._version` and the guard sees it. Assigning `t.data = u` sets `touched`.
+Frozen code checks its captures' version counters and data pointers at every
+call. Three ways to write a tensor move neither, and this module makes each
+visible while frozen code is alive (`Watch`):
+
+- `t.data` is an alias of `t` with a version counter of its own: a write through
+  it (`p.data.mul_(2)`, `p.data.copy_(ema)`, an old-style optimizer) leaves
+  `t._version` alone. For a watched tensor, `torch.Tensor.data` gives
+  `t.detach()` instead: the same alias except that it shares `t`'s version
+  counter, so a write through it (or a view of it) moves `t._version`.
+  Assigning `t.data = u` sets `touched`.
+- `t.numpy()` (and `np.asarray(t)`, which calls it) and `t.__dlpack__()`
+  (`torch.from_dlpack`, `np.from_dlpack`) share memory with a view that torch
+  does not see written. Called on any tensor whose storage a watched tensor
+  uses, they set `touched`: the frozen code is compiled again by reference
+  (a read counts as a write: what the caller does with the array is not known).
 
     watch = Watch(captures)      # before compiling: a use during the compile counts
 
@@ -16,74 +24,99 @@ the backward raise autograd's in-place error, where `.data` would silently use
 the new values in the gradient. Reads of `.data` (torch itself reads it, e.g.
 AOT autograd's runtime wrappers on Parameters) change nothing.
 
-The property is installed with the first `Watch` and stays; a tensor that no
-`Watch` names pays one dict lookup per `.data` (about 0.1 us). Writes that
-bypass version counters altogether (a NumPy view of the tensor, DLPack) are not
-seen by this or by the version guard.
+The properties are installed with the first `Watch` and stay; a tensor that no
+`Watch` names pays one dict lookup per `.data`, `.numpy()` or `__dlpack__()`.
+Not seen: a DLPack capsule made by `torch.utils.dlpack.to_dlpack` (a C
+function), and memory written outside torch's Python API.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Iterable
+from typing import Any, Iterable
 
 import torch
 
 _BASE = torch._C.TensorBase.data
+_BASE_NUMPY = torch._C.TensorBase.numpy
+_BASE_DLPACK = torch.Tensor.__dlpack__
 # id(tensor) -> {id(watch): weak reference to the watch}; the watched tensors are kept alive by their watchers'
-# owners (the frozen code holds its captures), so an id names one tensor for as long as it is here.
-_watchers: dict[int, dict[int, weakref.ref]] = {}
+# owners (the frozen code holds its captures), so an id names one tensor for as long as it is here. The same
+# for the data pointers of their storages.
+_by_tensor: dict[int, dict[int, weakref.ref]] = {}
+_by_storage: dict[int, dict[int, weakref.ref]] = {}
 _lock = threading.Lock()
 _installed = False
 
 
 class Watch:
     """While open, `.data` of `tensors` shares their version counters, and `touched` becomes True when it is
-    assigned; `close()` stops watching."""
+    assigned or when their memory is handed to NumPy or DLPack; `close()` (a `weakref.finalize`, also run when
+    the watch is collected) stops watching."""
 
     def __init__(self, tensors: Iterable[torch.Tensor]) -> None:
+        tensors = list(tensors)
         self.touched = False
-        self._ids = tuple({id(t) for t in tensors})
-        me = weakref.ref(self, lambda _, ids=self._ids, key=id(self): _forget(ids, key))
+        keys = ((_by_tensor, tuple({id(t) for t in tensors})),
+                (_by_storage, tuple({p for p in map(_storage_ptr, tensors) if p})))
+        me = weakref.ref(self)
         with _lock:
-            for i in self._ids:
-                _watchers.setdefault(i, {})[id(self)] = me
+            for registry, ids in keys:
+                for i in ids:
+                    registry.setdefault(i, {})[id(self)] = me
+        self.close = weakref.finalize(self, _forget, keys, id(self))  # on close() or when collected
         _install()
 
-    def close(self) -> None:
-        _forget(self._ids, id(self))
 
-
-def _forget(ids: tuple[int, ...], key: int) -> None:
+def _forget(keys: tuple, key: int) -> None:
     with _lock:
-        for i in ids:
-            of_tensor = _watchers.get(i)
-            if of_tensor is not None:
-                of_tensor.pop(key, None)
-                if not of_tensor:
-                    del _watchers[i]
+        for registry, ids in keys:
+            for i in ids:
+                watchers = registry.get(i)
+                if watchers is not None:
+                    watchers.pop(key, None)
+                    if not watchers:
+                        del registry[i]
 
 
-def _note(t: torch.Tensor) -> None:
-    of_tensor = _watchers.get(id(t))
-    if of_tensor:
-        for ref in list(of_tensor.values()):
-            w = ref()
-            if w is not None:
-                w.touched = True
+def _touch(watchers: dict[int, weakref.ref] | None) -> None:
+    for ref in list((watchers or {}).values()):
+        w = ref()
+        if w is not None:
+            w.touched = True
+
+
+def _storage_ptr(t: torch.Tensor) -> int | None:
+    try:
+        with torch._C.DisableTorchFunction():  # a graph tensor: its own error comes from the call itself
+            return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a fake or meta tensor: no memory to share
+        return None
 
 
 def _get(t: torch.Tensor) -> torch.Tensor:
-    if _watchers and id(t) in _watchers:
+    if _by_tensor and id(t) in _by_tensor:
         return t.detach()
     return _BASE.__get__(t)
 
 
 def _set(t: torch.Tensor, value: torch.Tensor) -> None:
-    if _watchers:
-        _note(t)
+    if _by_tensor:
+        _touch(_by_tensor.get(id(t)))
     _BASE.__set__(t, value)
+
+
+def _numpy(t: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    if _by_storage:
+        _touch(_by_storage.get(_storage_ptr(t)))
+    return _BASE_NUMPY(t, *args, **kwargs)
+
+
+def _dlpack(t: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+    if _by_storage:
+        _touch(_by_storage.get(_storage_ptr(t)))
+    return _BASE_DLPACK(t, *args, **kwargs)
 
 
 def _install() -> None:
@@ -91,4 +124,10 @@ def _install() -> None:
     with _lock:
         if not _installed:
             torch.Tensor.data = property(_get, _set, doc=_BASE.__doc__)
+            # Under the names torch passes to __torch_function__ for `t.numpy()`: a graph tensor's tracer
+            # recognises the call by its name.
+            for fn, base, name in ((_numpy, _BASE_NUMPY, "numpy"), (_dlpack, _BASE_DLPACK, "__dlpack__")):
+                fn.__doc__, fn.__name__, fn.__qualname__ = base.__doc__, name, f"Tensor.{name}"
+            torch.Tensor.numpy = _numpy
+            torch.Tensor.__dlpack__ = _dlpack
             _installed = True

@@ -44,10 +44,9 @@ Linear layers runs about 6x faster than eager, against about 2x by reference)
 and fold BatchNorm into pre-packed mkldnn convolutions. Each call then compares
 the captures' version counters and data pointers with those seen before the
 compile (`data_watch` makes writes through a capture's `.data` move its version
-counter too); after an in-place update, an optimizer step, `load_state_dict`,
-`p.data = t` or `p.data.mul_(2)`, the variant is compiled again by reference,
-for good. Writes
-that bypass version counters (a NumPy view) are not seen. Frozen code keeps a
+counter too, and notes NumPy and DLPack views of it); after an in-place update,
+an optimizer step, `load_state_dict`, `p.data = t`, `p.data.mul_(2)` or
+`w.numpy()`, the variant is compiled again by reference, for good. Frozen code keeps a
 packed copy of the weights (memory) and is not bitwise equal to eager (another
 GEMM kernel; differences at rounding level). The default, `None`, freezes under
 `jit_compile="auto"` (which times frozen against by reference) and, under

@@ -479,8 +479,9 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             captures' version counters (which their `.data` shares while they
             are frozen) and data pointers: after an in-place update, optimizer step,
             `load_state_dict`, `p.data = t` or `p.data.mul_(2)` the code is
-            compiled again by reference. Writes through a NumPy view of a
-            capture are not seen. Costs a packed copy of the weights; results
+            compiled again by reference, as after `w.numpy()` or a DLPack
+            export of a capture (see backends/data_watch.py). Costs a packed
+            copy of the weights; results
             equal eager to rounding, not bitwise.
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
