@@ -246,8 +246,6 @@ class _Runner:
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
         self.layouts = Layouts(graph)  # dims the graph leaves open (symbolic) compile as size symbols
-        # open key -> generated check that a call's arguments have that key (the per-call fast path)
-        self.open_fits: dict[tuple, Callable[[tuple], bool]] = {}
 
     def entry(self) -> Callable[..., Any]:
         """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
@@ -322,7 +320,7 @@ class _Runner:
                 else:
                     fn = self.variants[key] = self.compile(args, open_dims=key is okey)
         state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
-                    key[-1], self.open_fits.get(key) if key is okey else None)
+                    key[-1], getattr(fn, "fits", None) if key is okey else None)
         return fn
 
     def compile_for(self, args: tuple) -> None:
@@ -337,7 +335,6 @@ class _Runner:
         fn = self._compile_frozen(args, open_dims) if self.freeze else self._compile_by_reference(args, None, open_dims)
         if not open_dims:
             return fn
-        self.open_fits[self.open_key(args)] = self.layouts.open_fits(args, self.grad)
         runner, check = self, fn.open_guard
 
         def open_variant(*a: Any) -> Any:
@@ -346,6 +343,7 @@ class _Runner:
             return runner.select(a, [None], exact=True)(*a)
 
         open_variant.open_guard = check
+        open_variant.fits = self.layouts.open_fits(args, self.grad)  # the per-call fast path (see `entry`)
         return open_variant
 
     def _compile_frozen(self, args: tuple, open_dims: bool = False) -> Callable:

@@ -122,14 +122,14 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         # Traced from a signature alone (get_concrete_function, export, saved_model), SPEC_HINT stands for
         # them: a call whose sizes break a decision traces again, an exported program checks it.
         spec_hint = None if _has_tensors(bound) else SPEC_HINT
-        if spec_hint is None:
-            graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True)
-        else:
-            try:
-                graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad,
-                                                     backed=True, spec_hint=spec_hint)
-            except Exception:  # noqa: BLE001 - what failed with the hint (a kernel larger than 17) is not the user's
-                raise e from None
+        try:
+            graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True,
+                                                 spec_hint=spec_hint)
+        except Exception:
+            if spec_hint is None:
+                raise
+            raise e from None  # what failed with the hint (a kernel larger than 17) is not the user's error
+        if spec_hint is not None:
             if _pinned(state, graph.inputs):
                 # The decisions hold for the hint only (a number of results: `x.split(1)`): the
                 # signature's None dims would be one size in disguise. Refused, as before.

@@ -51,7 +51,8 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_co
         GraphLoweringError: a function cannot be exported (see `ConcreteFunction.export`).
         TypeError: `obj` has no ta.function, or a function takes arguments a saved model cannot hold.
     """
-    functions = collect_functions(obj)
+    found = collect_functions(obj)
+    functions = {path: cfs for path, (_, cfs) in found.items()}
     if not functions:
         raise TypeError(f"ta.saved_model.save: {type(obj).__name__} object has no ta.function (nor traced concrete "
                         f"function) among its attributes: nothing to save")
@@ -65,7 +66,7 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_co
         for k, cf in enumerate(cfs):
             entries.append(_save_concrete(cf, attr, k, export_dir, names, variables, aot_compile))
         meta["functions"][attr] = entries
-    meta["signatures"] = _signatures(obj, signatures, functions)
+    meta["signatures"] = _signatures(found, signatures)
     meta["variables"] = list(variables)
     meta["attributes"] = {n: n for n in variables if n.isidentifier() and n not in functions}
     torch.save(variables, os.path.join(export_dir, "variables.pt"))
@@ -73,15 +74,12 @@ def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_co
         json.dump(meta, f, indent=1)
 
 
-def collect_functions(obj: Any) -> dict[str, list[ConcreteFunction]]:
-    """{path: its concrete functions}; a function itself is saved as "__call__". The functions of submodules
-    and of objects held in attributes are found too, under dotted paths (`blocks.0.encode`): see `_walk`."""
+def collect_functions(obj: Any) -> dict[str, tuple[Any, list[ConcreteFunction]]]:
+    """{path: (the function, its concrete functions)}; a function itself is saved as "__call__". The functions
+    of submodules and of objects held in attributes are found too, under dotted paths (`blocks.0.encode`): see
+    `_walk`."""
     if _is_function(obj):
-        return {"__call__": _concretes(obj)}
-    return {path: cfs for path, (_, cfs) in _functions_by_path(obj).items()}
-
-
-def _functions_by_path(obj: Any) -> dict[str, tuple[Any, list[ConcreteFunction]]]:
+        return {"__call__": (obj, _concretes(obj))}
     out: dict[str, tuple[Any, list[ConcreteFunction]]] = {}
     for prefix, o in _walk(obj):
         attrs = dict(vars(o)) if hasattr(o, "__dict__") else {}
@@ -197,17 +195,17 @@ def _fresh(base: str, taken: dict[str, Any]) -> str:
     return name
 
 
-def _signatures(obj: Any, signatures: Any, functions: dict[str, list[ConcreteFunction]]) -> dict[str, list]:
-    """{signature name: [attribute, index of its concrete function]}."""
+def _signatures(found: dict[str, tuple[Any, list[ConcreteFunction]]], signatures: Any) -> dict[str, list]:
+    """{signature name: [attribute path, index of its concrete function]}."""
     if signatures is None:
-        candidates = [a for a, cfs in functions.items() if _declared(obj, a)]
+        candidates = [a for a, (fn, _) in found.items() if _declared(fn)]
         return {"serving_default": [candidates[0], 0]} if len(candidates) == 1 else {}
     if not isinstance(signatures, dict):
         signatures = {"serving_default": signatures}
     out = {}
     for name, fn in signatures.items():
         cf = fn if isinstance(fn, ConcreteFunction) else _concretes(fn)[0]
-        where = next(([a, i] for a, cfs in functions.items() for i, c in enumerate(cfs) if c is cf), None)
+        where = next(([a, i] for a, (_, cfs) in found.items() for i, c in enumerate(cfs) if c is cf), None)
         if where is None:
             raise TypeError(f"ta.saved_model.save: signature {name!r} is not one of the functions of the saved "
                             f"object (signatures name functions that are its attributes)")
@@ -215,7 +213,6 @@ def _signatures(obj: Any, signatures: Any, functions: dict[str, list[ConcreteFun
     return out
 
 
-def _declared(obj: Any, attr: str) -> bool:
-    """Whether the function saved as `attr` (a dotted path) was declared with an input_signature."""
-    fn = obj if attr == "__call__" else _functions_by_path(obj)[attr][0]
+def _declared(fn: Any) -> bool:
+    """Whether a saved function was declared with an input_signature."""
     return not isinstance(fn, ConcreteFunction) and fn.input_signature is not None
