@@ -4,11 +4,14 @@
     autograph/                  the source transformer: errors and config only, and never torch
     graph/                      the IR alone: errors only
     logs                        the loggers and the stderr lines (reads config)
-    tracing/    backends/       graph (and the leaves; backends also logs); neither imports the other
+    tracing/                    graph (and the leaves)
+    subtraces/                  control-flow sub-traces: tracing, graph
+    interop/                    torch's libraries while tracing, every torch patch: tracing, subtraces, graph
+    backends/                   graph, interop (the data watch of frozen code), logs; never tracing directly
     state/                      tracing, backends, graph
-    staging/                    autograph <-> tracing (and state)
+    staging/                    autograph <-> tracing (and subtraces, interop, state)
     exporting/                  graphs as torch.export programs: tracing, state, backends, graph
-    function/                   every layer below it
+    function/                   every layer below it (staging's TRACE_HOOKS)
     summary                     function and graph (TensorBoard event files)
     saved_model/, onnx          saving and ONNX: function, exporting (and below)
     cli, __main__               the command line: the API layers (and __main__ only cli)
@@ -35,18 +38,20 @@ ALLOWED: dict[str, set[str]] = {
     "autograph": {"errors", "config"},
     "graph": {"errors"},
     "tracing": {"graph"} | LEAVES,
+    "subtraces": {"tracing", "graph"} | LEAVES,
+    "interop": {"tracing", "subtraces", "graph"} | LEAVES,
     "logs": {"config"},
-    "backends": {"graph", "errors", "config", "logs"},
+    "backends": {"graph", "interop", "errors", "config", "logs"},
     "state": {"tracing", "backends", "graph"} | LEAVES,
-    "staging": {"autograph", "tracing", "state", "graph"} | LEAVES,
+    "staging": {"autograph", "tracing", "subtraces", "interop", "state", "graph"} | LEAVES,
     "exporting": {"tracing", "state", "backends", "graph", "logs"} | LEAVES,
-    "function": {"autograph", "tracing", "state", "backends", "exporting", "graph", "logs"} | LEAVES,
+    "function": {"autograph", "staging", "tracing", "state", "backends", "exporting", "graph", "logs"} | LEAVES,
     "summary": {"function", "graph"} | LEAVES,
     "saved_model": {"function", "exporting", "tracing", "state", "graph"} | LEAVES,
     "onnx": {"function", "exporting", "graph"} | LEAVES,
     "cli": {"autograph", "function", "tracing", "graph"} | LEAVES,
     "__main__": {"cli"},
-    "top": {"autograph", "staging", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
+    "top": {"autograph", "staging", "subtraces", "interop", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
             "saved_model", "onnx"} | LEAVES,
 }
 

@@ -19,7 +19,7 @@ from .state.tensor_array import TensorArray
 from .state.variables import Variable, init_scope
 from .tracing.spec import TensorSpec
 from .tracing.tensor import GraphTensor
-from .tracing.user_ops import cond, print, py_function, shape, while_loop
+from .subtraces.user_ops import cond, print, py_function, shape, while_loop
 
 # The one registration done at import: AutoGraph's operators stage graph values through `staging`.
 staging.install()

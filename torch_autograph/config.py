@@ -15,6 +15,7 @@ class _Config:
     jit_threshold: int = 100
     filter_tracebacks: bool = True
     verbosity: int = 1
+    watch_frozen_data: bool = True
 
 
 _config = _Config()
@@ -88,3 +89,21 @@ def set_verbosity(level: int) -> None:
 def get_verbosity() -> int:
     """The level set by `set_verbosity` (default 1)."""
     return _config.verbosity
+
+
+def set_watch_frozen_data(enabled: bool) -> None:
+    """Whether frozen code (`freeze_captures`, and `jit_compile=True`'s default freezing of conv graphs) watches
+    writes that move no version counter (default True).
+
+    While frozen code is alive, torch's `Tensor.data`, `Tensor.numpy` and `Tensor.__dlpack__` are replaced so
+    that a write through `p.data`, a NumPy view or a DLPack view of a frozen capture is seen (the code is compiled
+    again by reference); they are torch's own again once the last frozen code is collected. False leaves torch
+    untouched: `jit_compile=True` then compiles by reference unless `freeze_captures=True` asks for freezing, and
+    frozen code sees only what version counters and data pointers show.
+    """
+    _config.watch_frozen_data = bool(enabled)
+
+
+def watch_frozen_data() -> bool:
+    """Whether `set_watch_frozen_data(True)` is in effect (the default)."""
+    return _config.watch_frozen_data

@@ -125,3 +125,17 @@ class TraceTimeValueWarning(UserWarning):
     when it runs. Fix: move the code into `ta.py_function` (runs every call),
     or compute gradients with `ta.GradientTape`.
     """
+
+
+# The variables AutoGraph makes for `return` inside converted control flow (its namer may add a suffix:
+# `retval__1`), and how messages about them name them: one table, read by the converter that makes them and by
+# the messages that name them.
+GENERATED_VARIABLES = {"retval_": "the return value", "do_return": "whether the function returned"}
+
+
+def variable_in_words(name: str) -> str:
+    """A variable as messages name it: `'x'`, or in words for the variables AutoGraph makes for `return`."""
+    for base, words in GENERATED_VARIABLES.items():
+        if name == base or name.startswith(base + "_"):
+            return words
+    return f"'{name}'"

@@ -109,12 +109,43 @@ def test_optimizer_step_without_autograph_is_staged_by_the_optimizer_itself():
         torch.testing.assert_close(got, want)
 
 
+def test_an_optimizer_step_bound_before_any_trace_is_staged_by_torchs_step_hook():
+    # torch's own `SGD.step` bound outside any trace (as an LR scheduler binds it): nothing of ours wraps it, so
+    # it reaches torch's step hooks at trace time; the trace's pre-hook stages it instead of updating now.
+    import functools
+
+    model, x, y = _setup()
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt.step = functools.partial(torch.optim.SGD.step, opt)
+    graph = ta.function(step, autograph=False)
+    graph_losses = [graph(x, y).item() for _ in range(4)]
+    graph_params = [p.detach().clone() for p in model.parameters()]
+    model.load_state_dict(start)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    eager_losses = [step(x, y).item() for _ in range(4)]
+    assert graph_losses == eager_losses
+    for got, want in zip(graph_params, model.parameters()):
+        torch.testing.assert_close(got, want)
+
+
 def test_an_optimizer_step_that_escaped_staging_is_an_error_not_a_trace_time_update():
+    # With a step hook of the user's, torch's step body cannot be stood in for (the hook would run at trace
+    # time): the step is refused at the user's line and nothing is updated.
     import functools
 
     model, x, y = _setup()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    opt.step = functools.partial(torch.optim.SGD.step._ta_staged, opt)  # a step bound before staging existed
+    opt.step = functools.partial(torch.optim.SGD.step, opt)
+    handle = opt.register_step_pre_hook(lambda o, args, kwargs: None)
     before = [p.detach().clone() for p in model.parameters()]
 
     @ta.function(autograph=False)
@@ -124,9 +155,12 @@ def test_an_optimizer_step_that_escaped_staging_is_an_error_not_a_trace_time_upd
         opt.step()
         return loss
 
-    with pytest.raises(RuntimeError, match=rf"SGD\.step\(\) was called while tracing at .*{HERE}:\d+: it would run "
-                                           r"once, now"):
-        step(x, y)
+    try:
+        with pytest.raises(RuntimeError, match=rf"SGD\.step\(\) was called while tracing at .*{HERE}:\d+: it would "
+                                               r"run once, now"):
+            step(x, y)
+    finally:
+        handle.remove()
     for p, q in zip(model.parameters(), before):
         torch.testing.assert_close(p.detach(), q)
 

@@ -16,7 +16,7 @@ import torch
 
 import torch_autograph as ta
 from eager_reference import assert_matches_eager, graph_ops
-from torch_autograph.tracing import retype as retype_module
+from torch_autograph.subtraces import retype as retype_module
 
 X = torch.tensor([1.0, 2.0, 3.0])
 traced: list[str] = []

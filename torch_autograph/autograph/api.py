@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 from torch_autograph import errors
 from torch_autograph.autograph import conversion, experimental, operators
-from torch_autograph.autograph.operators import py_builtins
+from torch_autograph.autograph.operators import dispatch, py_builtins
 from torch_autograph.autograph.pyct import loader
 
 # Module names (first component) whose functions are never converted: decided
@@ -172,28 +172,10 @@ def _cell_holds(cell: types.CellType, value: Any) -> bool:
         return False
 
 
-# Callables that decide how to call an object (e.g. the torch side converts an nn.Module's
-# forward). Each returns NotImplemented to decline.
-_call_overrides: list[Callable[[Any, tuple, dict], Any]] = []
-
-
-def register_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
-    """Let a library call objects of its own types from converted code (e.g. nn.Module)."""
-    if override not in _call_overrides:
-        _call_overrides.append(override)
-
-
-# Callables that may stage a call of a builtin (C) function, e.g. a torch factory given a value
-# of the library's own types that the function's argument parser would reject before any
-# Python-level dispatch. Each returns NotImplemented to decline; they are asked only while
-# nothing else claims the builtin, and must be cheap when nothing is being staged.
-_builtin_call_overrides: list[Callable[[Any, tuple, dict], Any]] = []
-
-
-def register_builtin_call_override(override: Callable[[Any, tuple, dict], Any]) -> None:
-    """Let a library stage calls of builtin functions made from converted code (e.g. torch.zeros(n, 2))."""
-    if override not in _builtin_call_overrides:
-        _builtin_call_overrides.append(override)
+def _override(f: Any, args: tuple, kwargs: Optional[dict]) -> Any:
+    """What the registered staging backend makes of calling library callable `f` (NotImplemented: call it)."""
+    call = getattr(dispatch.current_backend(), "call", None)  # optional: a backend may stage no calls
+    return NotImplemented if call is None else call(f, args, kwargs or {})
 
 
 _overload_of = py_builtins.BUILTIN_OVERLOADS.get
@@ -203,9 +185,9 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
     """Calls `f(*args, **kwargs)`, converting `f` first if it is user code.
 
     Builtins with staged overloads (len, range, ...) go to the overloads;
-    other builtins are offered to the registered builtin call overrides
-    first (e.g. torch factories given run-time sizes while tracing);
     functions and methods of user modules are converted (cached); library
+    callables are first offered to the registered staging backend's `call`
+    (which stages e.g. `optimizer.step()` and calls `nn.Module`s); library
     functions, builtins, classes, generators and objects marked with
     `__autograph_do_not_convert__` are called as they are.
     """
@@ -217,11 +199,10 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
         if t is types.FunctionType:
             converted = _converted_function(f)
             if converted is f:
-                # Library code, which a library may stage instead (e.g. an LR scheduler's wrapped `step`).
-                for override in _call_overrides:
-                    result = override(f, args, kwargs or {})
-                    if result is not NotImplemented:
-                        return result
+                # Library code, which the backend may stage instead (e.g. an LR scheduler's wrapped `step`).
+                result = _override(f, args, kwargs)
+                if result is not NotImplemented:
+                    return result
             f = converted
         elif t is types.MethodType:
             fn = f.__func__
@@ -230,24 +211,17 @@ def converted_call(f: Callable, args: tuple, kwargs: Optional[dict] = None) -> A
                 if converted is not fn:
                     return converted(f.__self__, *args, **kwargs) if kwargs else converted(
                         f.__self__, *args)
-            # A library method (e.g. an optimizer's `step`) that a library may stage instead.
-            for override in _call_overrides:
-                result = override(f, args, kwargs or {})
-                if result is not NotImplemented:
-                    return result
+            # A library method (e.g. an optimizer's `step`) that the backend may stage instead.
+            result = _override(f, args, kwargs)
+            if result is not NotImplemented:
+                return result
         elif t is functools.partial:
             return converted_call(f.func, f.args + tuple(args), {**f.keywords, **(kwargs or {})})
-        elif t is types.BuiltinFunctionType:
-            for override in _builtin_call_overrides:
-                result = override(f, args, kwargs or {})
-                if result is not NotImplemented:
-                    return result
         elif t is not type and not getattr(
                 f, _DO_NOT_CONVERT, False):
-            for override in _call_overrides:
-                result = override(f, args, kwargs or {})
-                if result is not NotImplemented:
-                    return result
+            result = _override(f, args, kwargs)
+            if result is not NotImplemented:
+                return result
             call = getattr(t, "__call__", None)
             if type(call) is types.FunctionType:
                 converted = _converted_function(call)

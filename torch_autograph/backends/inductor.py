@@ -85,11 +85,12 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state, walk_nodes
-from ..graph.passes.effects import op_name, writes_only_its_own
+from ..graph import Effect, Graph, Node, OpKind, Trait, Value, ValueKind, autocast_state, walk_nodes
+from ..graph.passes.effects import writes_only_its_own
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
-from .data_watch import Watch
+from ..config import watch_frozen_data
+from ..interop import Watch
 from .fx_lowering import to_fx
 
 _Fallback = Callable[[str], None]
@@ -240,8 +241,8 @@ class _Runner:
         # Inference tensors (made under torch.inference_mode) have no version counter to guard them with.
         # None: where it pays for sure, convolutions on the CPU (see `_pays_to_freeze`).
         self.freeze_config = _FROZEN_CONFIG if freeze else _FROZEN_DEFAULT_CONFIG
-        if freeze is None:
-            freeze = _pays_to_freeze(graph)
+        if freeze is None:  # by default only where writes through `.data` & co. are watched (config)
+            freeze = watch_frozen_data() and _pays_to_freeze(graph)
         self.freeze = freeze and not grad and bool(graph.captures) and side_effect(graph) is None and \
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
@@ -456,10 +457,6 @@ def compile_progress(what: str) -> Iterator[None]:
     echo(jit_logger, f"inductor compiled {what} in {seconds:.1f} s", verbosity=1 if seconds >= SLOW_COMPILE_S else 2)
 
 
-_CONVOLUTIONS = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                           "conv_transpose3d", "convolution"})
-
-
 def _pays_to_freeze(graph: Graph) -> bool:
     """Whether freezing is sure to pay for `graph` (`freeze_captures=None` under jit_compile=True): it convolves
     with captured CPU tensors. Inductor's CPU convolutions by reference are slower than eager (ResNet-18 eval,
@@ -468,7 +465,7 @@ def _pays_to_freeze(graph: Graph) -> bool:
     frozen only on request, or under jit_compile="auto", which times both."""
     if not any(t.device.type == "cpu" for _, t in graph.captures):
         return False
-    return any(op_name(n) in _CONVOLUTIONS for n in walk_nodes(graph))
+    return any(Trait.CONVOLUTION in n.op.traits for n in walk_nodes(graph))
 
 
 def side_effect(graph: Graph) -> Node | None:

@@ -225,29 +225,27 @@ class Function:
     def _find_or_trace(self, bound: dict[str, Any], with_values: bool = True) -> ConcreteFunction:
         key = (_is_grad_enabled(), self._types_of(bound))
         values = bound if with_values else None
-        cf = self._cache.find(key, values)
+        cf, _ = self._cache.find(key, values)
         if cf is not None:
             return cf
         with self._cache.lock:  # one trace per signature, however many threads ask at once
-            self._cache.last_broken = self._cache.broken_types = None
-            cf = self._cache.find(key, values)
+            cf, broken = self._cache.find(key, values)
             if cf is not None:
                 return cf
             grad, types_ = key
-            if self._cache.last_broken is not None and with_values:
+            if broken is not None and with_values:
                 # A general trace assumed something about sizes that this call breaks: another general trace,
                 # whose assumptions come from this call (e.g. one per parity of a size that tensor_split halves).
-                broken = self._cache.broken_types
-                types_ = broken if broken is not None else types_
+                types_ = broken.arg_types
             elif self._reduce_retracing:
                 types_ = self._cache.generalize(grad, types_)
             reasons = explain(self._cache.latest(), grad, types_, list(bound), self._monitor.traces, self._name)
-            if self._cache.last_broken is not None:
-                reasons = [f"{self._cache.last_broken}, which this call breaks"] + [
+            if broken is not None:
+                reasons = [f"{broken.reason}, which this call breaks"] + [
                     r for r in reasons if not r.startswith("no trace matched")]
             arg_types = dict(zip(bound, types_))
-            cf = variables.trace_with_creation_rules(self, lambda: concrete_function(
-                self._backend, self._traced_target(), self._name, self._signature, arg_types, bound, grad))
+            cf = concrete_function(self._backend, self._traced_target(), self._name, self._signature, arg_types,
+                                   bound, grad, owner=self)
             self._cache.add(key, cf)
             self._tracing_count += 1
             event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)

@@ -24,10 +24,12 @@ from ..graph.passes import (
     fold_constants,
 )
 from ..state import variables
+from ..staging import TRACE_HOOKS
 from ..tracing import messages
 from ..tracing.context import Traced
 from ..tracing.guards import module_guards
 from ..tracing.recording import NeedsSizeError
+from ..tracing.retrace import Knowledge, Retrace
 from ..tracing.symbols import SYMBOLIC, is_symbolic
 from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, tracing
@@ -87,7 +89,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     the finished trace). `backed`: None dims are backed by the call's sizes, or by `spec_hint` where the
     argument is a TensorSpec alone."""
     graph = Graph(name)
-    with torch.set_grad_enabled(grad), tracing(graph) as state:
+    with torch.set_grad_enabled(grad), tracing(graph, TRACE_HOOKS) as state:
         state.backed = backed
         state.spec_hint = spec_hint
         values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
@@ -111,32 +113,49 @@ def optimize(graph: Graph) -> None:
     graph.verify()
 
 
+_MAX_RETRACES = 3  # each piece of knowledge is learnt once: backed sizes, the singleton check
+
+
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
-                      arg_types: dict[str, Any], bound: dict[str, Any], grad: bool) -> ConcreteFunction:
-    """The whole pipeline for one trace."""
-    try:
-        graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad)
-    except NeedsSizeError as e:
-        # Code that decides on a size known only when the graph runs (a library `if`, a number of results):
-        # trace again with the call's sizes behind the symbols; each decision is a guard checked per call.
-        # Traced from a signature alone (get_concrete_function, export, saved_model), SPEC_HINT stands for
-        # them: a call whose sizes break a decision traces again, an exported program checks it.
-        spec_hint = None if _has_tensors(bound) else SPEC_HINT
+                      arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None
+                      ) -> ConcreteFunction:
+    """The whole pipeline for one trace. The one place a trace is done again with what an earlier attempt
+    learnt (`Retrace`); each reason joins the trace's notes. `owner`: the Function (its Variables' rule)."""
+    knowledge, learnt = Knowledge(), []
+    first_error: Retrace | None = None
+    for _ in range(_MAX_RETRACES + 1):
+        # Traced from a signature alone (get_concrete_function, export, saved_model) and backed: SPEC_HINT stands
+        # for the None dims; a call whose sizes break a decision traces again, an exported program checks it.
+        spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
-            graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad, backed=True,
-                                                 spec_hint=spec_hint)
-        except Exception:
-            if spec_hint is None:
-                raise
-            raise e from None  # what failed with the hint (a kernel larger than 17) is not the user's error
-        if spec_hint is not None:
-            if _pinned(state, graph.inputs):
-                # The decisions hold for the hint only (a number of results: `x.split(1)`): the
-                # signature's None dims would be one size in disguise. Refused, as before.
-                raise e
-            state.notes.append(f"traced from the signature alone, with {SPEC_HINT} standing for the None dims "
-                               f"where code decided on them ({str(e).split(' (')[0]}); each decision is "
-                               f"checked at every call")
+            with variables.creation_rules(owner, knowledge.singleton_check) as created:
+                graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad,
+                                                     backed=knowledge.backed, spec_hint=spec_hint)
+            if created():
+                raise Retrace("the first trace created Variables: traced again, where creating one is an error",
+                              singleton_check=True)
+        except Retrace as again:
+            if first_error is not None and spec_hint is not None:
+                raise first_error from None  # what failed with the hint (a kernel larger than 17) is not the user's
+            if all(getattr(knowledge, k) == v for k, v in again.knowledge.items()):
+                raise  # nothing new to learn: the user's error
+            if isinstance(again, NeedsSizeError):
+                first_error = again
+            knowledge, learnt = knowledge.learn(again.knowledge), learnt + [again]
+            continue
+        break
+    else:
+        raise AssertionError(f"bug in torch_autograph: {name} traced {_MAX_RETRACES + 1} times without settling")
+    state.notes.extend(f"traced again: {again.reason.splitlines()[0]}" for again in learnt
+                       if not isinstance(again, NeedsSizeError))
+    if first_error is not None and spec_hint is not None:
+        if _pinned(state, graph.inputs):
+            # The decisions hold for the hint only (a number of results: `x.split(1)`): the signature's None
+            # dims would be one size in disguise. Refused, as before.
+            raise first_error
+        state.notes.append(f"traced from the signature alone, with {SPEC_HINT} standing for the None dims where "
+                           f"code decided on them ({str(first_error).split(' (')[0]}); each decision is checked at "
+                           f"every call")
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     optimize(graph)
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.

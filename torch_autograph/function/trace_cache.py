@@ -15,7 +15,7 @@ lookup tables (`by_key`, `fast`) keep at most `2 * limit()` entries each
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from . import signatures as sig
 
@@ -33,6 +33,13 @@ def _bounded(d: dict, limit: int) -> dict:
     return dict(items)
 
 
+class Broken(NamedTuple):
+    """A trace `find` skipped because the call breaks a size assumption it made: why, and its trace types."""
+
+    reason: str
+    arg_types: tuple
+
+
 class TraceCache:
     """Traces by key, with subtype matching, LRU eviction and fast-path tables for the call path.
 
@@ -48,8 +55,6 @@ class TraceCache:
         self._by_key: dict[Key, tuple["ConcreteFunction", ...]] = {}
         self.fast: dict[tuple, tuple["ConcreteFunction", tuple | None]] = {}
         self.mono: tuple | None = None
-        self.last_broken: str | None = None  # why `find` last skipped a trace (a size assumption the call broke)
-        self.broken_types: tuple | None = None  # the trace types of that trace
 
     # ----- reading ------------------------------------------------------------------------
     @property
@@ -66,13 +71,17 @@ class TraceCache:
         traces = self._traces
         return next(reversed(traces.values())) if traces else None
 
-    def find(self, key: Key, bound: dict | None = None) -> "ConcreteFunction | None":
-        """The trace for `key`: an exact match, else the most specific trace `key` is a subtype of whose size
-        assumptions `bound` (the call's arguments; None for a spec-only lookup) keeps. A trace skipped for a broken
-        size assumption leaves the reason in `last_broken`."""
+    def find(self, key: Key, bound: dict | None = None) -> "tuple[ConcreteFunction | None, Broken | None]":
+        """(the trace for `key`, None) — an exact match, else the most specific trace `key` is a subtype of whose
+        size assumptions `bound` (the call's arguments; None for a spec-only lookup) keeps — or (None, the last
+        trace skipped for a size assumption the call breaks, or None)."""
+        broken: Broken | None = None
         for cf in self._by_key.get(key, ()):
-            if cf.guards_hold() and self._sizes_fit(cf, bound):
-                return cf
+            if cf.guards_hold():
+                why = self._sizes_break(cf, bound)
+                if why is None:
+                    return cf, None
+                broken = why
         grad, types_ = key
         best = None
         for cf in tuple(self._traces.values()):
@@ -80,7 +89,9 @@ class TraceCache:
                 continue
             ct = tuple(cf.arg_types.values())
             if len(ct) == len(types_) and all(sig.is_subtype(a, b) for a, b in zip(types_, ct)):
-                if not self._sizes_fit(cf, bound):
+                why = self._sizes_break(cf, bound)
+                if why is not None:
+                    broken = why
                     continue
                 if best is None or sig.generality(ct) < sig.generality(tuple(best.arg_types.values())):
                     best = cf
@@ -88,14 +99,12 @@ class TraceCache:
             with self.lock:
                 if best in self:
                     self._remember_key(key, best)
-        return best
+        return best, (None if best is not None else broken)
 
-    def _sizes_fit(self, cf: "ConcreteFunction", bound: dict | None) -> bool:
+    @staticmethod
+    def _sizes_break(cf: "ConcreteFunction", bound: dict | None) -> "Broken | None":
         broken = cf.sizes_break(bound) if bound is not None else None
-        if broken is not None:
-            self.last_broken = f"{cf.name} assumed {broken}"
-            self.broken_types = tuple(cf.arg_types.values())
-        return broken is None
+        return None if broken is None else Broken(f"{cf.name} assumed {broken}", tuple(cf.arg_types.values()))
 
     def generalize(self, grad: bool, types_: tuple) -> tuple:
         """`reduce_retracing=True`: the most specific common supertype of `types_` and the latest trace's."""

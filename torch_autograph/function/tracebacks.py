@@ -14,6 +14,7 @@ import traceback
 from types import TracebackType
 
 from ..config import _config
+from ..staging import map_origin
 from ..tracing import locations
 
 
@@ -56,7 +57,7 @@ def add_user_frames(e: BaseException) -> None:
         return
     lines = ["in user code:"]
     for f in traceback.extract_tb(e.__traceback__):
-        loc = locations.map_generated(f.filename, f.lineno)
+        loc = map_origin(f.filename, f.lineno)
         if loc is not None:
             filename, lineno, name, line = loc.filename, loc.lineno, loc.function or f.name, loc.line
         elif locations.is_library_file(f.filename):

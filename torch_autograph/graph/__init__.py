@@ -6,9 +6,9 @@ turn them into callables.
 """
 
 from .graph import Graph, Node
-from .ops import CheckOp, CondOp, Effect, Op, OpKind, WhileOp, autocast_state, control_op, run_check, under_autocast
+from .ops import CheckOp, CondOp, Effect, Op, OpKind, Trait, WhileOp, autocast_state, control_op, run_check, under_autocast
 from .values import SourceLocation, Value, ValueKind, is_static
 from .walkers import iter_values, map_nest, substitute, unique_values, walk_nodes
 
-__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "SourceLocation", "Value", "ValueKind",
+__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "Trait", "SourceLocation", "Value", "ValueKind",
            "WhileOp", "control_op", "is_static", "iter_values", "run_check", "autocast_state", "under_autocast", "map_nest", "substitute", "unique_values", "walk_nodes"]

@@ -40,6 +40,15 @@ class Effect(enum.Flag):
     MAY_NOT_END = enum.auto()  # a loop not known to terminate: run even when its results are unused
 
 
+class Trait(enum.Flag):
+    """What passes and backends may assume of a node's outputs, set by whoever records it (never read off a name)."""
+
+    NONE = 0
+    FRESH = enum.auto()  # every output is a new tensor, never a view of an argument (alias analysis)
+    NOT_A_VALUE = enum.auto()  # a different result each time, or no value (`empty`, `data_ptr`): never folded
+    CONVOLUTION = enum.auto()  # convolves its input with its weights: freezing CPU weights pays (jit_compile)
+
+
 @dataclass(frozen=True)
 class Op:
     """What a node does: a kind plus the Python object it applies.
@@ -64,6 +73,7 @@ class Op:
             the in-place tensor op the same statement records when its target is
             a tensor (`t += 1` is `t.add_(1)`), which the node must become if its
             target is re-typed to a tensor.
+        traits: what passes may assume of the outputs (`Trait`): fresh tensors, never folded, a convolution.
         converts_number: marks the `torch.tensor(n, dtype=..., device=...)` the
             tracer itself inserts where a Python number must become a tensor (a
             graph `if` merging it with a tensor from the other branch, a loop
@@ -80,6 +90,7 @@ class Op:
     runs_autograd: bool = False
     inplace: "Op | None" = None
     converts_number: bool = False
+    traits: Trait = Trait.NONE
 
     @property
     def stateful(self) -> bool:

@@ -1,42 +1,38 @@
 """The bridge between AutoGraph's operators and the tracer: how converted code stages onto graphs.
 
-`install()` registers, once, the staging backend AutoGraph's operators call for
-graph values, the call overrides (modules, training-step calls) and the origin mapper that turns generated lines into the user's. The
-package's `__init__` calls it: the one registration done at import.
+`install()` registers, once, the staging backend AutoGraph's operators and
+calls dispatch to for graph values (autograph's one registration point); the
+package's `__init__` calls it. `TRACE_HOOKS` are the plug-ins every trace of
+a `ta.function` runs with (tracing/hooks.py): the calls interop/ records its
+own way, the torch patches it installs while a trace runs, and the mapper
+from AutoGraph's generated lines to the user's.
 """
 
 from __future__ import annotations
 
 from ..autograph import register_backend
-from ..autograph.api import register_call_override
-from ..autograph.pyct.origin_info import lookup_origin
-from ..graph import SourceLocation
-from ..tracing.locations import register_origin_mapper
-from ..tracing.trace import BEFORE_TRACE
-from . import ddp, fsdp, library
-from .calls import call_module, stage_distributed_call, stage_training_call
-from .control_flow import TorchStagingBackend, location
+from ..interop import TRACE_PATCHES, collectives, stage_trace_time_step
+from ..tracing import TraceHooks
+from .control_flow import TorchStagingBackend, map_origin
+
+TRACE_HOOKS = TraceHooks(
+    special_calls=collectives.SPECIAL_CALLS,
+    special_kinds=collectives.SPECIAL_KINDS,
+    converted_calls=collectives.CONVERTED_CALLS,
+    around_trace=(TRACE_PATCHES.while_tracing,),
+    map_origin=map_origin,
+    trace_time_step=stage_trace_time_step,
+)
 
 _installed = False
 
 
-def _map_origin(filename: str, lineno: int) -> SourceLocation | None:
-    o = lookup_origin(filename, lineno)
-    return None if o is None else location(o)
-
-
 def install() -> None:
-    """Register the staging backend, the call overrides and the origin mapper (idempotent)."""
+    """Register the staging backend with AutoGraph's operators (idempotent)."""
     global _installed
-    if _installed:
-        return
-    _installed = True
-    register_backend(TorchStagingBackend())
-    register_call_override(call_module)
-    register_call_override(stage_training_call)
-    register_call_override(stage_distributed_call)
-    register_origin_mapper(_map_origin)
-    library.install()  # now, before user code makes optimizers (LR schedulers keep their `step`)
-    ddp.install()
-    BEFORE_TRACE.append(library.install)
-    BEFORE_TRACE.append(fsdp.install)
+    if not _installed:
+        _installed = True
+        register_backend(TorchStagingBackend())
+
+
+__all__ = ["TRACE_HOOKS", "install", "map_origin"]

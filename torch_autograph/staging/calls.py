@@ -28,11 +28,10 @@ import torch
 
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
-from ..tracing.collectives import CONVERTED_CALLS
 from ..tracing.context import current
 from ..tracing.locations import user_location
-from ..tracing.user_ops import label_of, py_function
-from . import library
+from ..subtraces.user_ops import label_of, py_function
+from .. import interop
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
 try:
@@ -67,11 +66,11 @@ def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
         return _stage_mode_change(state, f, args, kwargs)
     if not _is_staged_method(f):
         return NotImplemented
-    if library.is_staged(f):
-        return NotImplemented  # the method stages itself (library.py), from here or from anywhere else
+    if interop.is_staged(f):
+        return NotImplemented  # the method stages itself (training.py), from here or from anywhere else
     owner = getattr(f, "__self__", None)
     if owner is not None:  # a class defined after the last trace started
-        return library.stage_call(owner, f.__func__, f.__name__, args, kwargs)
+        return interop.stage_call(owner, f.__func__, f.__name__, args, kwargs)
     fn = f if not kwargs else (lambda *a: f(*a, **kwargs))  # `optimizer.step` as an LR scheduler wrapped it
     return py_function(fn, args, Tout=None, name=label_of(f))
 
@@ -79,10 +78,11 @@ def stage_training_call(f: Any, args: tuple, kwargs: dict) -> Any:
 def stage_distributed_call(f: Any, args: tuple, kwargs: dict) -> Any:
     """Call override: `dist.barrier()` from converted code is a node run at every call; collectives of Python
     objects (`dist.all_gather_object`) are refused (they would run once, at trace time)."""
-    if current() is None:
+    state = current()
+    if state is None:
         return NotImplemented
     try:
-        staged = CONVERTED_CALLS.get(f)
+        staged = state.hooks.converted_calls.get(f)
     except TypeError:  # an unhashable callable
         return NotImplemented
     return NotImplemented if staged is None else staged(*args, **kwargs)
@@ -131,3 +131,7 @@ def call_module(module: Any, args: tuple, kwargs: dict) -> Any:
     finally:
         for m in swapped:
             m.__dict__.pop("forward", None)
+
+
+# What `TorchStagingBackend.call` asks, in order, about a library callable converted code calls.
+CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call)

@@ -13,21 +13,28 @@ import torch
 
 from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
-from ..autograph.pyct.origin_info import Origin
+from ..autograph.pyct.origin_info import Origin, lookup_origin
 from ..errors import (InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError,
                       TorchAutographError)
 from ..graph import SourceLocation
-from ..tracing import cond as cond_module
+from .calls import CALL_OVERRIDES
+from ..subtraces import cond as cond_module
 from ..tracing import lists
-from ..tracing import while_loop as while_module
-from ..tracing.branches import UNSET, quoted
+from ..subtraces import while_loop as while_module
+from ..subtraces.branches import UNSET, quoted
 from ..tracing.lists import GraphList
-from ..tracing.locations import is_library_file, map_generated, user_location
+from ..tracing.locations import is_library_file, user_location
 from ..tracing.numbers import traced
 from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
 from .python_builtins import BUILTINS
 from .iteration import is_scalar, iteration, python_sequence
+
+def map_origin(filename: str, lineno: int) -> SourceLocation | None:
+    """The user's line for a line of AutoGraph's generated code, if it is one (`TraceHooks.map_origin`)."""
+    o = lookup_origin(filename, lineno)
+    return None if o is None else location(o)
+
 
 def location(origin: Origin | None) -> SourceLocation | None:
     if origin is None:
@@ -52,6 +59,20 @@ class TorchStagingBackend:
 
     def writes_in_place(self, value: Any) -> bool:
         return isinstance(value, torch.Tensor)
+
+    def is_list(self, value: Any) -> bool:
+        return isinstance(value, GraphList)
+
+    def assign_list(self, target: Any, value: Any) -> None:
+        target.assign(value)
+
+    def call(self, f: Any, args: tuple, kwargs: dict) -> Any:
+        """Library calls from converted code: modules, training-step and distributed calls (staging/calls.py)."""
+        for override in CALL_OVERRIDES:
+            result = override(f, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return NotImplemented
 
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
@@ -258,7 +279,7 @@ def _raised_by_user_code(e: BaseException) -> bool:
     if tb is None:
         return False
     filename = tb.tb_frame.f_code.co_filename
-    return map_generated(filename, tb.tb_lineno) is not None or not is_library_file(filename)
+    return map_origin(filename, tb.tb_lineno) is not None or not is_library_file(filename)
 
 
 class _ListMutated(Exception):

@@ -13,7 +13,8 @@ import torch
 
 from ..autograph.operators.py_builtins import LazyRange
 from ..graph import Op, OpKind
-from ..tracing import cond as cond_module
+from ..subtraces import cond as cond_module
+from ..tracing.traits import traits
 from ..tracing.lists import GraphList, element_meta
 from ..tracing.locations import user_location
 from ..tracing.numbers import traced
@@ -100,7 +101,8 @@ def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
     if v.dtype is None:
         return NotImplemented
     meta = ScalarMeta(torch.bool) if builtin in (builtins.any, builtins.all) else element_meta(v)
-    return record_with_meta(Op(OpKind.FUNCTION, builtin, builtin.__name__), (lst, *rest), {}, meta)
+    op = Op(OpKind.FUNCTION, builtin, builtin.__name__, traits=traits(OpKind.FUNCTION, builtin, builtin.__name__))
+    return record_with_meta(op, (lst, *rest), {}, meta)
 
 
 def _any_all(builtin: Callable, items: list) -> Any:

@@ -123,28 +123,23 @@ _creation: contextvars.ContextVar[_CreationScope | None] = contextvars.ContextVa
 _traced_functions: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
-def trace_with_creation_rules(function: Any, trace: Callable[[], Any]) -> Any:
-    """Run `trace()` for `function` under the singleton rule; trace twice when the first trace created Variables.
+@contextmanager
+def creation_rules(function: Any, singleton_check: bool) -> Iterator[Callable[[], bool]]:
+    """The rules for creating Variables while `function` traces; yields whether this trace created any.
 
     As TensorFlow does: the first trace may create Variables; if it did, the
-    function is traced again, and creating any Variable in that second trace
-    means the function creates one per call (ValueError).
+    function is traced again (`function/pipeline.py`, told by a `Retrace`),
+    and creating any Variable in that second trace means the function creates
+    one per call (ValueError).
     """
-    first = function not in _traced_functions
-    scope = _CreationScope(function, first, singleton_check=False)
+    scope = _CreationScope(function, function not in _traced_functions or singleton_check, singleton_check)
     token = _creation.set(scope)
     try:
-        result = trace()
+        yield lambda: bool(scope.created) and not singleton_check
     finally:
         _creation.reset(token)
-    _traced_functions.add(function)
-    if scope.created:
-        token = _creation.set(_CreationScope(function, False, singleton_check=True))
-        try:
-            result = trace()
-        finally:
-            _creation.reset(token)
-    return result
+    if function is not None:
+        _traced_functions.add(function)
 
 
 # ----- run-time updates (called by generated graph code, or directly when eager) --------------

@@ -1,7 +1,11 @@
-"""Python + torch -> IR: graph tensors, recording, shape inference, control-flow sub-traces, guards.
+"""Python + torch -> IR: graph tensors, recording, shape inference, graph lists, guards.
 
-`trace.tracing(graph)` runs user code with a tracing mode active; every torch
-call on a graph tensor (`tensor.GraphTensor`) is recorded into the graph;
-`cond`, `while_loop` and `lists` trace branches, loop bodies and growing lists
-into sub-graphs.
+`trace.tracing(graph, hooks)` runs user code with a tracing mode active; every
+torch call on a graph tensor (`tensor.GraphTensor`) is recorded into the graph,
+with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
+(branches, loop bodies) live in subtraces/.
 """
+
+from .hooks import NO_HOOKS, TraceHooks
+
+__all__ = ["NO_HOOKS", "TraceHooks"]

@@ -16,6 +16,7 @@ import torch
 
 from ..graph import Effect, Op, OpKind, Value
 from .meta import TensorMeta, like_example
+from .traits import traits
 
 # ----- classification of torch callables ------------------------------------------------
 _DUNDER_OPS = {
@@ -92,10 +93,11 @@ def _effects(name: str, func: Callable) -> Effect:
     return effects
 
 
-def _op(kind: OpKind, target: Any, name: str, effects: Effect = Effect.NONE, func: Any = None) -> Op:
+def _op(kind: OpKind, target: Any, name: str, effects: Effect = Effect.NONE, func: Any = None,
+        own_name: str | None = None) -> Op:
     autograd = func in AUTOGRAD_META
     return Op(kind, target, name, effects=effects, pure=effects is Effect.NONE and not autograd,
-              runs_autograd=autograd)
+              runs_autograd=autograd, traits=traits(kind, target, own_name if own_name is not None else name))
 
 
 def classify(func: Callable) -> tuple[Op, Callable, bool]:
@@ -105,7 +107,7 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
         return hit
     if isinstance(func, torch._ops.OpOverload):  # an aten op that reached __torch_dispatch__ (Variable(x): detach)
         effects = Effect.WRITES_FIRST_ARG if func._schema.is_mutable else Effect.NONE
-        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func), func, False
+        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func, func.__name__), func, False
     name = _DUNDER_ALIASES.get(func) or getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
     descriptor = getattr(func, "__self__", None) if name == "__get__" else None  # `x.T` is `Tensor.T.__get__(x)`
@@ -126,12 +128,14 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
             fn = _DUNDER_OPS[core[1:]]
             result = (_op(OpKind.OPERATOR, fn, core[1:]), fn, True)
         else:
-            result = (_op(OpKind.METHOD, name, core), func, False)
+            result = (_op(OpKind.METHOD, name, core, own_name=name), func, False)
     elif owner in (torch.Tensor, torch._C.TensorBase) or (
             isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)):
-        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(name, func)), func, False)
+        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(name, func), own_name=name), func,
+                  False)
     else:
-        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func), func, False)
+        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func, name), func,
+                  False)
     if len(_classify_cache) < _CLASSIFY_CACHE_SIZE:
         try:
             _classify_cache[func] = result

@@ -11,8 +11,8 @@
   forth), and the flags are restored when the trace ends.
 - Optimizer steps: a global step pre-hook refuses an optimizer step taken at
   trace time, which would update parameters once, with stale gradients.
-- Collectives: a torch.distributed collective that would run at trace time
-  (not recorded as a node) is refused (tracing/collectives.py).
+- Collectives that would run at trace time are refused by interop/'s patches
+  (interop/collectives.py), which the trace's `TraceHooks` install.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import _global_optimizer_pre_hooks, register_optimizer_step_pre_hook
 
-from .collectives import guard_process_groups
 from .context import current
 from .locations import user_location
 
@@ -37,9 +36,15 @@ def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
         state.root.module_modes.ran(module)
 
 
-def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> None:
-    """An optimizer step while tracing would update parameters once, now, with stale gradients: refuse it."""
-    if current() is not None:
+def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> Any:
+    """An optimizer step while tracing would update parameters once, now, with stale gradients: the trace's
+    `TraceHooks.trace_time_step` stages it where it can; otherwise refuse it."""
+    state = current()
+    if state is not None:
+        stage = state.hooks.trace_time_step
+        staged = stage(optimizer, args, kwargs) if stage is not None else None
+        if staged is not None:
+            return staged
         loc = user_location()
         raise RuntimeError(
             f"{type(optimizer).__name__}.step() was called while tracing{' at ' + str(loc) if loc else ''}: it "
@@ -61,10 +66,12 @@ class _Hooks:
         with self._lock:
             self._users += 1
             if self._users == 1:
-                process_groups = guard_process_groups()
-                process_groups.__enter__()
+                step_hook = register_optimizer_step_pre_hook(_optimizer_step_pre_hook)
+                # First among the global step hooks: others would run at trace time before it could refuse.
+                if hasattr(_global_optimizer_pre_hooks, "move_to_end"):
+                    _global_optimizer_pre_hooks.move_to_end(step_hook.id, last=False)
                 self._handles = (torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook),
-                                 register_optimizer_step_pre_hook(_optimizer_step_pre_hook), process_groups)
+                                 step_hook)
         try:
             yield
         finally:
@@ -72,10 +79,7 @@ class _Hooks:
                 self._users -= 1
                 if self._users == 0:
                     for h in self._handles:
-                        if hasattr(h, "remove"):
-                            h.remove()
-                        else:
-                            h.__exit__(None, None, None)
+                        h.remove()
                     self._handles = ()
 
 

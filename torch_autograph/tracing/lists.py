@@ -76,6 +76,10 @@ class GraphList(Traced):
             raise not_allowed(self, "assigning a slice of a graph list", "assign one element at a time")
         self._value = setitem(self, index, item)._value
 
+    def assign(self, other: "GraphList") -> None:
+        """Hold what `other` holds: a statement that wrote elements of a copy of this list made `other`."""
+        self._value = other._value
+
     def extend(self, items: Any) -> None:
         _check_live(self, "extend() on")
         raise _grow_error(self, "lst.extend(...)")

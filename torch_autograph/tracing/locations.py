@@ -1,8 +1,8 @@
 """Where user code is: the innermost frame outside torch_autograph and torch, mapped through generated code.
 
-AutoGraph's converted functions run from generated source; an origin mapper
-(registered by the layer that generates it) turns their lines back into the
-user's file and line.
+AutoGraph's converted functions run from generated source; the current trace's
+origin mapper (`TraceHooks.map_origin`, given by the layer that generates the
+code) turns their lines back into the user's file and line.
 """
 
 from __future__ import annotations
@@ -10,48 +10,13 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from typing import Callable
-
 import torch
 
 from ..graph import SourceLocation
+from .context import current
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-
-OriginMapper = Callable[[str, int], "SourceLocation | None"]
-
-
-class OriginMappers:
-    """The callbacks (filename, lineno) -> the user's SourceLocation, for generated code."""
-
-    def __init__(self) -> None:
-        self._mappers: tuple[OriginMapper, ...] = ()
-
-    def register(self, fn: OriginMapper) -> None:
-        if fn not in self._mappers:
-            self._mappers = self._mappers + (fn,)  # a new tuple: readers in other threads see one or the other
-
-    def map(self, filename: str, lineno: int) -> SourceLocation | None:
-        for mapper in self._mappers:
-            loc = mapper(filename, lineno)
-            if loc is not None:
-                return loc
-        return None
-
-
-origin_mappers = OriginMappers()
-
-
-def register_origin_mapper(fn: OriginMapper) -> None:
-    """Let generated code (e.g. AutoGraph output) report the user's line instead of its own."""
-    origin_mappers.register(fn)
-
-
-def map_generated(filename: str, lineno: int) -> SourceLocation | None:
-    """The user's line for a line of generated code (AutoGraph output), if it is one."""
-    return origin_mappers.map(filename, lineno)
-
 
 def is_library_file(filename: str) -> bool:
     """Whether a frame of this file belongs to torch_autograph, torch or generated code (not to the user)."""
@@ -74,12 +39,14 @@ def _file_kind(filename: str) -> int:
 
 def user_location() -> SourceLocation | None:
     """The innermost frame of user code: outside torch_autograph and torch (generated code mapped back)."""
+    state = current()
+    map_origin = state.hooks.map_origin if state is not None else None
     f = sys._getframe(1)
     while f is not None:
         filename = f.f_code.co_filename
         kind = _file_kind(filename)
         if kind == _GENERATED or kind == _USER:
-            loc = origin_mappers.map(filename, f.f_lineno)
+            loc = map_origin(filename, f.f_lineno) if map_origin is not None else None
             if loc is not None:
                 return loc
             if kind == _USER:

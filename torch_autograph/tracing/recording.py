@@ -33,6 +33,8 @@ from .context import Traced, current
 from .locations import user_location
 from . import grads, promoted
 from .messages import leaked_tensor_error
+from .retrace import Retrace
+from .traits import traits
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
@@ -42,8 +44,14 @@ _FunctionType = type(lambda: None)
 _any_autocast = torch._C._is_any_autocast_enabled
 
 
-class NeedsSizeError(OperatorNotAllowedInGraphError):
-    """An op needed the value of a size known only when the graph runs (tracing may retry with the call's sizes)."""
+class NeedsSizeError(OperatorNotAllowedInGraphError, Retrace):
+    """An op needed the value of a size known only when the graph runs: trace again with the call's sizes behind
+    the symbols (`Retrace`); where no call's sizes exist, the user's error."""
+
+    def __init__(self, *args: Any) -> None:
+        OperatorNotAllowedInGraphError.__init__(self, *args)
+        self.reason = str(args[0]) if args else "a size decided by code"
+        self.knowledge = {"backed": True}
 
 
 def _contains_graph(obj: Any) -> bool:
@@ -55,25 +63,6 @@ def _traced_values(obj: Any) -> Iterator[Traced]:
 
 
 # ----- recording ------------------------------------------------------------------------
-# Calls recorded their own way (torch.distributed collectives: tracing/collectives.py registers them):
-# func -> handler(func, args, kwargs); `SPECIAL_KINDS` decide for callables made later (ops of a namespace).
-SPECIAL_CALLS: dict[Any, Callable[[Any, tuple, dict], Any]] = {}
-SPECIAL_KINDS: list[tuple[Callable[[Any], bool], Callable[[Any, tuple, dict], Any]]] = []
-_special_cache: dict[Any, Any] = {}  # func -> its handler or None: bounded like classify's cache
-
-
-def _special(func: Callable) -> Any:
-    try:
-        hit = _special_cache.get(func, _special_cache)
-    except TypeError:
-        return None
-    if hit is _special_cache:
-        hit = SPECIAL_CALLS.get(func) or next((h for test, h in SPECIAL_KINDS if test(func)), None)
-        if len(_special_cache) < 8192:
-            _special_cache[func] = hit
-    return hit
-
-
 def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     """Record `func(*args, **kwargs)` into the current graph; return graph values for its outputs."""
     state = current()
@@ -81,7 +70,7 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         for a in _traced_values((args, kwargs)):
             raise leaked_tensor_error(a)
         raise AssertionError("bug in torch_autograph: record() outside a trace")
-    special = _special(func)
+    special = state.root.hooks.special(func)  # collectives and the like (TraceHooks.special_calls)
     if special is not None:
         return special(func, args, kwargs)
     op, infer_fn, swap = classify(func)
@@ -98,7 +87,8 @@ def record_augmented(inplace_method: str, number: Any, other: Any) -> Any:
         raise AssertionError("bug in torch_autograph: a traced number outside its trace")
     fn = INPLACE_OPERATORS[inplace_method]
     inplace = Op(OpKind.METHOD, inplace_method, inplace_method, effects=Effect.WRITES_FIRST_ARG)
-    op = Op(OpKind.OPERATOR, fn, inplace_method.rstrip("_"), pure=True, inplace=inplace)
+    op = Op(OpKind.OPERATOR, fn, inplace_method.rstrip("_"), pure=True, inplace=inplace,
+            traits=traits(OpKind.OPERATOR, fn, inplace_method))
     return _record(state, op, fn, fn, (number, other), {})
 
 
@@ -112,7 +102,8 @@ _METHOD_OPERATORS = {
     "matmul": operator.matmul, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "eq": operator.eq, "ne": operator.ne, "neg": operator.neg, "abs": abs,
 }
-_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True) for name, fn in _METHOD_OPERATORS.items()}
+_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True, traits=traits(OpKind.OPERATOR, fn, name))
+                 for name, fn in _METHOD_OPERATORS.items()}
 
 
 def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import itertools
 import keyword
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator
 
 import torch
 
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from .context import Traced, activate, current
-from . import lazy_dynamo
 from .guards import ModuleModes, trace_hooks
+from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList
 from .locations import user_location
 from .messages import leaked_tensor_error
@@ -36,19 +36,17 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
                                          "max", "min", "int", "float", "bool", "round", "pow"}
 
 
-# Called before each root trace (the staging layer wraps the training-step methods of classes defined since).
-BEFORE_TRACE: list[Callable[[], None]] = []
-
 _CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
 
 
 class TraceState:
     """Everything one trace accumulates; the current one lives in a ContextVar."""
 
-    def __init__(self, graph: Graph, parent: "TraceState | None" = None) -> None:
+    def __init__(self, graph: Graph, parent: "TraceState | None" = None, hooks: TraceHooks = NO_HOOKS) -> None:
         self.graph = graph
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
+        self.hooks: TraceHooks = hooks if parent is None else parent.hooks  # the plug-ins this trace runs with
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
         self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
         # Read once per trace: torch.get_default_device() costs microseconds per call.
@@ -295,14 +293,16 @@ class TraceState:
 
 
 @contextmanager
-def tracing(graph: Graph) -> Iterator[TraceState]:
-    """Make `graph` the current trace of this thread; record torch calls into it."""
-    lazy_dynamo.defer()  # meta kernels would import torch._dynamo (about 1 s) for nothing
-    for prepare in BEFORE_TRACE:
-        prepare()
-    state = TraceState(graph)
+def tracing(graph: Graph, hooks: TraceHooks = NO_HOOKS) -> Iterator[TraceState]:
+    """Make `graph` the current trace of this thread; record torch calls into it with the plug-ins `hooks`."""
+    state = TraceState(graph, hooks=hooks)
     try:
-        with trace_hooks.installed(), activate(state), TracingMode():
+        with ExitStack() as stack:
+            for around in hooks.around_trace:
+                stack.enter_context(around())
+            stack.enter_context(trace_hooks.installed())
+            stack.enter_context(activate(state))
+            stack.enter_context(TracingMode())
             yield state
     finally:
         state.closed = True

@@ -25,6 +25,10 @@ import gast
 
 from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import anno, templates, transformer
+from torch_autograph.errors import GENERATED_VARIABLES
+
+
+RETURN_SLOT, RETURN_FLAG = GENERATED_VARIABLES  # the names messages describe in words (errors.py)
 
 
 def _needs_lowering(fn: gast.FunctionDef) -> bool:
@@ -66,8 +70,8 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     """Lowers the returns of `fn`'s own scope in place."""
     if not _needs_lowering(fn):
         return
-    flag = ctx.namer.new_symbol("do_return")
-    slot = ctx.namer.new_symbol("retval_")
+    flag = ctx.namer.new_symbol(RETURN_FLAG)
+    slot = ctx.namer.new_symbol(RETURN_SLOT)
     falls_off = not _always_returns(fn.body)
 
     def replace(ret: gast.Return) -> list:

@@ -250,14 +250,14 @@ def _write_back(original: Any, new: Any) -> Any:
     elif isinstance(original, dict):
         original.clear()
         original.update(new)
-    else:  # a graph list: it takes the value after the statement (see GraphList.__setitem__)
-        original._value = new._value
+    else:  # a graph list: it takes the value after the statement
+        dispatch.current_backend().assign_list(original, new)
     return original
 
 
 def _is_container(value: Any) -> bool:
     """A list or dict, as Python or as a graph value (a graph list: a list the graph holds)."""
-    return isinstance(value, (list, dict)) or type(value).__name__ == "GraphList"
+    return isinstance(value, (list, dict)) or dispatch.is_graph_list(value)
 
 
 def check_branch_outputs(names: Sequence[str], true_out: Sequence[Any], false_out: Sequence[Any],

@@ -64,8 +64,21 @@ class StagingBackend(Protocol):
         Must be cheap: it is called on every operator evaluation while tracing.
         """
 
+    def call(self, f: Any, args: tuple, kwargs: dict) -> Any:
+        """What calling library callable `f` from converted code does instead, or NotImplemented to call it.
+
+        Optional (a backend without it stages no calls). Asked for every library callable converted code calls (e.g. the torch side calls an `nn.Module`'s
+        converted forward and stages `optimizer.step()`); must be cheap when it declines.
+        """
+
     def writes_in_place(self, value: Any) -> bool:
         """True if `value[key] = v` is an operation the graph records (a tensor), not Python state."""
+
+    def is_list(self, value: Any) -> bool:
+        """True if `value` is a list the graph holds (its elements written by index as a list's are)."""
+
+    def assign_list(self, target: Any, value: Any) -> None:
+        """Make graph list `target` hold what graph list `value` holds (an element write's result)."""
 
     def cond(self, pred: Any, true_fn: Callable[..., Vars], false_fn: Callable[..., Vars],
              init_vars: Vars, names: Sequence[str], origin: Origin) -> Vars:
@@ -144,7 +157,11 @@ class StagingBackend(Protocol):
 
 
 class _Registry:
-    """Holds the one registered backend (None: everything is plain Python)."""
+    """Holds the one registered backend (None: everything is plain Python).
+
+    The one place where a lower layer is handed code from a higher one: AutoGraph never imports torch, so
+    the torch side (staging/) registers the backend that stages its operators and calls, once, at import.
+    """
 
     backend: Optional[StagingBackend] = None
 
@@ -180,6 +197,12 @@ def is_staged(value: Any) -> bool:
     if backend is None or type(value) in PLAIN_TYPES:
         return False
     return backend.is_staged(value)
+
+
+def is_graph_list(value: Any) -> bool:
+    """True if a backend is registered and says `value` is a list the graph holds."""
+    backend = _registry.backend
+    return backend is not None and type(value) not in PLAIN_TYPES and backend.is_list(value)
 
 
 def writes_in_place(value: Any) -> bool:

@@ -35,11 +35,11 @@ from typing import Any
 import torch
 
 from ..graph import Graph, Node
-from ..ops import OpKind, under_autocast
+from ..ops import OpKind, Trait, under_autocast
 from ..values import Value, ValueKind, is_static
 from ..walkers import iter_values, map_nest
 from .dead_code import eliminate_dead_code
-from .effects import op_name, output_aliases, possibly_mutated
+from .effects import output_aliases, possibly_mutated
 
 MAX_FOLDED_BYTES = 1 << 20
 
@@ -47,11 +47,6 @@ _FACTORIES = frozenset({
     torch.tensor, torch.as_tensor, torch.scalar_tensor, torch.zeros, torch.ones, torch.full, torch.arange,
     torch.eye, torch.linspace, torch.logspace,
 })
-# Calls that never give the same result twice, or whose result is not a value (even when not stateful).
-_NEVER = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "data_ptr", "requires_grad_",
-                    "detach_", "retain_grad", "backward"})
-
-
 def fold_constants(graph: Graph) -> int:
     """Fold constant nodes of `graph` into captured constant tensors in place; return how many were folded."""
     mutated = possibly_mutated(graph) | output_aliases(graph)
@@ -88,7 +83,7 @@ def _is_factory(node: Node) -> bool:
 
 def _foldable(node: Node, consts: dict[int, torch.Tensor], mutated: set[int]) -> bool:
     op = node.op
-    if op.stateful or op.kind is OpKind.CONTROL or node.subgraphs or op_name(node) in _NEVER:
+    if op.stateful or op.kind is OpKind.CONTROL or node.subgraphs or Trait.NOT_A_VALUE in op.traits:
         return False
     if len(node.outputs) != 1 or not isinstance(node.pattern, Value):
         return False

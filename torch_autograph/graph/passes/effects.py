@@ -19,52 +19,20 @@ For example::
 
 from __future__ import annotations
 
-import operator
 from typing import Iterable
 
 from ..graph import Graph, Node
-from ..ops import CondOp, Effect, OpKind
+from ..ops import CondOp, Effect, OpKind, Trait
 from ..values import Value
 from ..walkers import iter_values, walk_nodes
-
-# Operators whose result is always a new tensor (never a view of an argument).
-_FRESH_OPERATORS = frozenset({
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.pow,
-    operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
-    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne, operator.neg,
-    operator.invert, abs,
-})
-# torch functions / Tensor methods (by name) whose result is always a new tensor.
-FRESH_NAMES = frozenset({
-    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "neg", "abs",
-    "sin", "cos", "tan", "tanh", "sigmoid", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt",
-    "relu", "gelu", "silu", "softplus", "elu", "leaky_relu", "hardtanh", "erf", "erfc", "reciprocal", "square",
-    "sign", "floor", "ceil", "round", "trunc", "clamp", "clip", "minimum", "maximum", "where", "lerp",
-    "addcmul", "addcdiv", "matmul", "mm", "bmm", "linear", "addmm", "einsum", "softmax", "log_softmax",
-    "layer_norm", "sum", "mean", "prod", "amax", "amin", "var", "std", "norm", "cumsum", "cat", "stack",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "clone", "tensor",
-    "zeros", "ones", "full", "arange", "eye", "linspace", "logspace", "zeros_like", "ones_like", "full_like",
-    "scalar_tensor", "cross_entropy", "mse_loss", "nll_loss", "conv1d", "conv2d", "conv3d", "dropout",
-    "batch_norm", "group_norm", "instance_norm", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d",
-    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-})
-
-
-def op_name(node: Node) -> str:
-    """The plain name of what a node calls: `add` for operator.add, torch.add and Tensor.add."""
-    t = node.op.target
-    if node.op.kind in (OpKind.METHOD, OpKind.GETATTR):
-        return str(t)
-    return getattr(t, "__name__", "") or ""
-
 
 def returns_fresh(node: Node) -> bool:
     """Whether every output of `node` is a new tensor, never a view of one of its inputs."""
     if node.op.kind is OpKind.OPERATOR:
-        return node.op.target in _FRESH_OPERATORS
+        return Trait.FRESH in node.op.traits
     if node.op.kind in (OpKind.FUNCTION, OpKind.METHOD):
         # `F.relu(x, inplace=True)` (an op that writes its first argument) returns `x` itself.
-        return op_name(node) in FRESH_NAMES and node.kwargs.get("inplace") is not True and \
+        return Trait.FRESH in node.op.traits and node.kwargs.get("inplace") is not True and \
             not node.op.effects & Effect.WRITES_FIRST_ARG
     return False
 

@@ -21,35 +21,47 @@ def _run(code: str) -> dict:
 
 
 def test_a_first_trace_leaves_dynamo_unloaded_and_computes_the_same():
+    # The pre-filled attributes are torch patches of the trace: on while it runs, gone after it.
     got = _run("""
 import json, sys, torch, torch_autograph as ta
-f = ta.function(lambda x: (torch.relu(x) * 2 + x.mean()).tanh())
+from torch_autograph.interop import lazy_dynamo
+during = []
+def body(x):
+    during.append(lazy_dynamo.prefilled_count())
+    return (torch.relu(x) * 2 + x.mean()).tanh()
+f = ta.function(body)
 x = torch.randn(5, 3)
 same = torch.equal(f(x), (torch.relu(x) * 2 + x.mean()).tanh())
-from torch_autograph.tracing import lazy_dynamo
-print(json.dumps({"same": same, "dynamo": "torch._dynamo" in sys.modules, "prefilled": lazy_dynamo.prefilled_count()}))
+print(json.dumps({"same": same, "dynamo": "torch._dynamo" in sys.modules, "during": during[0],
+                  "after": lazy_dynamo.prefilled_count()}))
 """)
     assert got["same"]
     assert not got["dynamo"]
-    assert got["prefilled"] > 50  # the refs of elementwise ops, at least
+    assert got["during"] > 50  # the refs of elementwise ops, at least
+    assert got["after"] == 0
 
 
 def test_importing_dynamo_gives_every_wrapper_back_to_torch():
     got = _run("""
 import json, sys, torch, torch_autograph as ta
-from torch_autograph.tracing import lazy_dynamo
-ta.function(lambda x: torch.relu(x) + 1)(torch.randn(3))
+from torch_autograph.interop import lazy_dynamo
 import torch._refs
 inner = torch._refs.add  # torch's chain: out wrapper -> _disable_dynamo's `inner` -> the function it guards
 while not (inner.__code__.co_name == "inner" and inner.__code__.co_filename.endswith("_compile.py")):
     inner = inner.__wrapped__
 prefilled_fn = inner.__closure__[inner.__code__.co_freevars.index("fn")].cell_contents
-before = prefilled_fn.__dict__.get("__dynamo_disable")
-import torch._dynamo
-after_import = "__dynamo_disable" in prefilled_fn.__dict__
+seen = {}
+def body(x):
+    # dynamo starts to import in the middle of a trace: torch's own behaviour comes back at once
+    seen["before"] = prefilled_fn.__dict__.get("__dynamo_disable") is prefilled_fn
+    import torch._dynamo
+    seen["after_import"] = "__dynamo_disable" in prefilled_fn.__dict__
+    return torch.relu(x) + 1
+ta.function(body)(torch.randn(3))
+before, after_import = seen["before"], seen["after_import"]
 torch.empty(2, device="meta") + 1   # torch's wrapper now builds its real disabled version
 real = prefilled_fn.__dict__.get("__dynamo_disable")
-print(json.dumps({"was_prefilled": before is prefilled_fn, "after_import": after_import,
+print(json.dumps({"was_prefilled": before, "after_import": after_import,
                   "real_is_dynamo_disable": real is not None and real is not prefilled_fn,
                   "count": lazy_dynamo.prefilled_count(),
                   "finder_gone": not any(type(f).__name__ == "_RestoreOnDynamoImport" for f in sys.meta_path)}))

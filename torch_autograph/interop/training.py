@@ -4,9 +4,10 @@
 with the gradients of an earlier call. Converted code stages it (calls.py),
 but the call often comes from library code that is not converted:
 `GradScaler.step(optimizer)`, a Lightning-style helper, a user utility marked
-`do_not_convert`. So the methods themselves are wrapped, once per class: while
-a trace is running they record a node that calls the real method when the
-graph runs (a `ta.py_function`); otherwise they are the method::
+`do_not_convert`. So the methods themselves are replaced while a trace runs (the `PATCHES`
+of this module, in interop/patches.py's table): called from the tracing
+thread they record a node that calls the real method when the graph runs (a
+`ta.py_function`); from any other thread they are the method::
 
     Optimizer subclasses     step, zero_grad
     LRScheduler subclasses   step
@@ -14,10 +15,12 @@ graph runs (a `ta.py_function`); otherwise they are the method::
     GradScaler               step, update, unscale_  (and `scale` creates its
                              scale tensor outside the trace, as eager would)
 
-`install()` wraps the classes that exist (at import, before user code creates
-optimizers, whose LR schedulers keep a reference to the method) and is called
-again at each trace for subclasses defined since. A wrapped `zero_grad` tells
-the gradient tracker (tracing/grads.py) which `.grad`s are None afterwards.
+An LR scheduler keeps its optimizer's `step` as it was when the scheduler
+was made (an instance attribute wrapping torch's method): converted code
+stages that one at the call (staging/calls.py), and a step reaching torch's
+step hooks from code that is not converted is staged by the trace's step
+pre-hook (tracing/guards.py). A staged `zero_grad` tells the gradient
+tracker (tracing/grads.py) which `.grad`s are None afterwards.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import torch
 from ..graph.walkers import iter_leaves
 from ..tracing import grads
 from ..tracing.context import current, outside_trace
-from ..tracing.user_ops import label_of, py_function
+from .patches import Patch
+from ..subtraces.user_ops import label_of, py_function
 
 try:
     from torch.optim.lr_scheduler import LRScheduler as _LRScheduler
@@ -73,7 +77,7 @@ def _staged(name: str, method: Callable) -> Callable:
     return wrapper
 
 
-def _scale_outside_trace(method: Callable) -> Callable:
+def _scale_outside_trace(_cls: type, _name: str, method: Callable) -> Callable:
     """`GradScaler.scale` makes its scale tensor on first use: a real tensor, made outside the trace."""
     @functools.wraps(method)
     def wrapper(self: Any, outputs: Any) -> Any:
@@ -88,17 +92,20 @@ def _scale_outside_trace(method: Callable) -> Callable:
     return wrapper
 
 
-def _wrap(cls: type, name: str, make: Callable[[str, Callable], Callable] = _staged) -> None:
-    method = cls.__dict__.get(name)
-    if method is None or not callable(method) or hasattr(method, _STAGED):
-        return
+def _hooked(cls: type, name: str, method: Callable) -> Callable:
     if cls is not torch.optim.Optimizer and name == "step" and issubclass(cls, torch.optim.Optimizer) \
             and not getattr(method, "hooked", False):
         # Torch wraps `step` with its profiling and hook wrapper when the first instance is made; do it
         # now so that this wrapper stays outermost (hooks then run when the step runs, not while tracing).
         method = torch.optim.Optimizer.profile_hook_step(method)
         method.hooked = True  # type: ignore[attr-defined]
-    setattr(cls, name, make(name, method))
+    return method
+
+
+def _defined(classes: list[type], *names: str) -> list[tuple[type, str]]:
+    """(class, name) for each method `name` a class defines itself (not yet a staged wrapper)."""
+    return [(c, n) for c in classes for n in names
+            if callable(c.__dict__.get(n)) and not hasattr(c.__dict__[n], _STAGED)]
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -108,29 +115,6 @@ def _subclasses(cls: type) -> list[type]:
         out.append(c)
         stack.extend(c.__subclasses__())
     return out
-
-
-_wrapped_count = -1
-
-
-def install() -> None:
-    """Wrap the staged methods of every optimizer, scheduler and scaler class defined so far (idempotent)."""
-    global _wrapped_count
-    optimizers = _subclasses(torch.optim.Optimizer)
-    schedulers = _subclasses(_LRScheduler)
-    if len(optimizers) + len(schedulers) == _wrapped_count:
-        return
-    for cls in optimizers:
-        _wrap(cls, "step")
-        _wrap(cls, "zero_grad")
-    for cls in schedulers:
-        _wrap(cls, "step")
-    _wrap(torch.nn.Module, "zero_grad")
-    for scaler in _scaler_classes():
-        for name in ("step", "update", "unscale_"):
-            _wrap(scaler, name)
-        _wrap(scaler, "scale", lambda _name, m: _scale_outside_trace(m))
-    _wrapped_count = len(optimizers) + len(schedulers)
 
 
 def _scaler_classes() -> list[type]:
@@ -144,10 +128,58 @@ def _scaler_classes() -> list[type]:
     return classes
 
 
+_WHY_STEP = ("called while tracing, it would update the parameters once, now, with the gradients of an earlier "
+             "call; staged, it records a node that runs the real method at every call of the graph")
+PATCHES = (
+    Patch("torch.optim.Optimizer and its subclasses", ("step", "zero_grad"), _WHY_STEP,
+          lambda: _defined(_subclasses(torch.optim.Optimizer), "step", "zero_grad"),
+          lambda cls, name, method: _staged(name, _hooked(cls, name, method))),
+    Patch("torch.optim.lr_scheduler.LRScheduler and its subclasses", ("step",),
+          "a scheduler step at trace time would change the learning rate once, not at every call",
+          lambda: _defined(_subclasses(_LRScheduler), "step"),
+          lambda cls, name, method: _staged(name, method)),
+    Patch("torch.nn.Module", ("zero_grad",), "the gradients it clears are those of the call the graph runs in",
+          lambda: _defined([torch.nn.Module], "zero_grad"),
+          lambda cls, name, method: _staged(name, method)),
+    Patch("torch.amp.GradScaler and its subclasses", ("step", "update", "unscale_"),
+          "each acts on the gradients and the scale of the call the graph runs in",
+          lambda: _defined(_scaler_classes(), "step", "update", "unscale_"),
+          lambda cls, name, method: _staged(name, method)),
+    Patch("torch.amp.GradScaler and its subclasses", ("scale",),
+          "its first call makes the scale tensor, which must be a real tensor made outside the trace",
+          lambda: _defined(_scaler_classes(), "scale"), _scale_outside_trace),
+)
+
+
+def stage_trace_time_step(optimizer: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """A step that reached torch's step hooks while tracing: staged, and the body that runs now does nothing.
+
+    That is an LR scheduler's wrapper of `optimizer.step` (an instance attribute holding torch's method)
+    called from code AutoGraph does not convert. The step is recorded like the class's staged method; the
+    (args, kwargs) returned hand torch's step body a copy of the optimizer without parameters. None where
+    that cannot stand for the step: a closure (it would run now), or other step hooks (they would run now).
+    """
+    from torch.optim import optimizer as optim_module
+
+    other_hooks = (len(optim_module._global_optimizer_pre_hooks) > 1 or optim_module._global_optimizer_post_hooks
+                   or optimizer._optimizer_step_pre_hooks or optimizer._optimizer_step_post_hooks)
+    if other_hooks or len(args) > 1 or kwargs.get("closure") is not None:
+        return None
+    staged = type(optimizer).__dict__.get("step")
+    method = getattr(staged, _STAGED, None)
+    if method is None:
+        return None
+    stage_call(optimizer, method, "step", (), {})
+    empty = object.__new__(type(optimizer))
+    empty.__dict__.update(optimizer.__dict__)
+    empty.param_groups = []
+    return (empty,), {}
+
+
 def is_staged(f: Any) -> bool:
     """Whether bound method `f` is one of the staged methods (its call records a node while tracing)."""
     func = getattr(f, "__func__", None)
     return func is not None and hasattr(func, _STAGED)
 
 
-__all__ = ["install", "is_staged", "label_of", "stage_call"]
+__all__ = ["PATCHES", "is_staged", "label_of", "stage_call"]

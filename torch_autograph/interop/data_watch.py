@@ -24,8 +24,12 @@ the backward raise autograd's in-place error, where `.data` would silently use
 the new values in the gradient. Reads of `.data` (torch itself reads it, e.g.
 AOT autograd's runtime wrappers on Parameters) change nothing.
 
-The properties are installed with the first `Watch` and stay; a tensor that no
-`Watch` names pays one dict lookup per `.data`, `.numpy()` or `__dlpack__()`.
+The replacements (`PATCHES`, in interop/patches.py's table) are installed by
+the first open `Watch` and removed when the last one closes or is collected;
+while they are on, a tensor that no `Watch` names pays one dict lookup per
+`.data`, `.numpy()` or `__dlpack__()`. `ta.config.set_watch_frozen_data(False)`
+leaves torch alone: frozen code then sees only what version counters and data
+pointers show, so `jit_compile=True` no longer freezes by default.
 Not seen: a DLPack capsule made by `torch.utils.dlpack.to_dlpack` (a C
 function), and memory written outside torch's Python API.
 """
@@ -38,6 +42,9 @@ from typing import Any, Iterable
 
 import torch
 
+from .. import config
+from .patches import Patch, PatchSet
+
 _BASE = torch._C.TensorBase.data
 _BASE_NUMPY = torch._C.TensorBase.numpy
 _BASE_DLPACK = torch.Tensor.__dlpack__
@@ -47,7 +54,6 @@ _BASE_DLPACK = torch.Tensor.__dlpack__
 _by_tensor: dict[int, dict[int, weakref.ref]] = {}
 _by_storage: dict[int, dict[int, weakref.ref]] = {}
 _lock = threading.Lock()
-_installed = False
 
 
 class Watch:
@@ -65,11 +71,13 @@ class Watch:
             for registry, ids in keys:
                 for i in ids:
                     registry.setdefault(i, {})[id(self)] = me
-        self.close = weakref.finalize(self, _forget, keys, id(self))  # on close() or when collected
-        _install()
+        watching = config.watch_frozen_data()
+        if watching:
+            WATCH_PATCHES.acquire()  # the first open watch installs the properties, the last one removes them
+        self.close = weakref.finalize(self, _forget, keys, id(self), watching)  # on close() or when collected
 
 
-def _forget(keys: tuple, key: int) -> None:
+def _forget(keys: tuple, key: int, watching: bool) -> None:
     with _lock:
         for registry, ids in keys:
             for i in ids:
@@ -78,6 +86,8 @@ def _forget(keys: tuple, key: int) -> None:
                     watchers.pop(key, None)
                     if not watchers:
                         del registry[i]
+    if watching:
+        WATCH_PATCHES.release()
 
 
 def _touch(watchers: dict[int, weakref.ref] | None) -> None:
@@ -119,15 +129,20 @@ def _dlpack(t: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
     return _BASE_DLPACK(t, *args, **kwargs)
 
 
-def _install() -> None:
-    global _installed
-    with _lock:
-        if not _installed:
-            torch.Tensor.data = property(_get, _set, doc=_BASE.__doc__)
-            # Under the names torch passes to __torch_function__ for `t.numpy()`: a graph tensor's tracer
-            # recognises the call by its name.
-            for fn, base, name in ((_numpy, _BASE_NUMPY, "numpy"), (_dlpack, _BASE_DLPACK, "__dlpack__")):
-                fn.__doc__, fn.__name__, fn.__qualname__ = base.__doc__, name, f"Tensor.{name}"
-            torch.Tensor.numpy = _numpy
-            torch.Tensor.__dlpack__ = _dlpack
-            _installed = True
+def _replacement(cls: type, name: str, original: Any) -> Any:
+    if name == "data":
+        return property(_get, _set, doc=_BASE.__doc__)
+    fn = {"numpy": _numpy, "__dlpack__": _dlpack}[name]
+    # Under the names torch passes to __torch_function__ for `t.numpy()`: a graph tensor's tracer recognises
+    # the call by its name.
+    fn.__doc__, fn.__name__, fn.__qualname__ = original.__doc__, name, f"Tensor.{name}"
+    return fn
+
+
+PATCHES = (
+    Patch("torch.Tensor", ("data", "numpy", "__dlpack__"),
+          "frozen code folds captured tensors in as constants; writes through `.data`, a NumPy view or a DLPack "
+          "view move no version counter, so without these it would silently keep the old values",
+          lambda: [(torch.Tensor, "data"), (torch.Tensor, "numpy"), (torch.Tensor, "__dlpack__")], _replacement),
+)
+WATCH_PATCHES = PatchSet("while frozen code is alive", PATCHES)

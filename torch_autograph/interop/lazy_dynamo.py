@@ -27,6 +27,8 @@ import threading
 import types
 from typing import Any
 
+from .patches import Patch
+
 _ATTR = "__dynamo_disable"
 _MODULE_PREFIXES = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations",
                     "torch._subclasses")
@@ -34,65 +36,67 @@ _MAX_DEPTH = 8  # wrapper chains (out_wrapper -> disable -> type promotion -> th
 
 
 class _RestoreOnDynamoImport(importlib.abc.MetaPathFinder):
-    """Removes the pre-filled attributes the moment `torch._dynamo` begins to import."""
-
-    def __init__(self, prefilled: list[Any]) -> None:
-        self.prefilled = prefilled
+    """Puts torch's own lazy disabling back the moment `torch._dynamo` begins to import, mid-trace too."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> None:
         if name == "torch._dynamo":
-            restore()
+            _stop()
         return None  # the normal finders import it
 
 
 _lock = threading.Lock()
+_found: list[Any] | None = None  # the wrapped functions, found once: reading torch changes nothing
+_prefilled: list[Any] = []
 _finder: _RestoreOnDynamoImport | None = None
-_done = False
 
 
-def defer() -> None:
-    """Pre-fill the dynamo-disable wrappers of torch's Python meta kernels (once per process; cheap after)."""
-    global _finder, _done
-    if _done:
-        return
+def _targets() -> list[tuple[Any, str]]:
+    global _found
+    if "torch._dynamo" in sys.modules:
+        return []  # already paid for: nothing to save
     with _lock:
-        if _done:
-            return
-        _done = True
-        if "torch._dynamo" in sys.modules:
-            return  # already paid for: nothing to save
-        prefilled = [fn for fn in _disable_wrapped_functions() if _prefill(fn)]
-        _finder = _RestoreOnDynamoImport(prefilled)
-        sys.meta_path.insert(0, _finder)
+        if _found is None:
+            _found = _disable_wrapped_functions()
+    return [(fn, _ATTR) for fn in _found if isinstance(fn, types.FunctionType) and fn.__dict__.get(_ATTR) is None]
 
 
-def restore() -> None:
-    """Give every pre-filled function back to torch's own lazy disabling (idempotent)."""
+def _prefill(fn: Any, name: str, original: Any) -> Any:
+    global _finder
+    with _lock:
+        if _finder is None:
+            _finder = _RestoreOnDynamoImport()
+            sys.meta_path.insert(0, _finder)
+    return fn
+
+
+def _stop() -> None:
+    """Every pre-filled function back to torch's behaviour now (the patch set's own revert then skips them)."""
     global _finder
     with _lock:
         finder, _finder = _finder, None
-        if finder is None:
-            return
+    if finder is not None:
         try:
             sys.meta_path.remove(finder)
         except ValueError:
             pass
-        for fn in finder.prefilled:
-            if fn.__dict__.get(_ATTR) is fn:
-                del fn.__dict__[_ATTR]
+    for fn in _found or ():
+        if fn.__dict__.get(_ATTR) is fn:
+            del fn.__dict__[_ATTR]
+
+
+PATCHES = (
+    Patch("the functions torch wraps with torch._disable_dynamo (torch._refs, _prims, _decomp, meta kernels)",
+          (_ATTR,),
+          "their wrapper imports torch._dynamo (about 1 s) at its first call only to mark them; a trace's shape "
+          "inference calls many. Pre-filled with the function itself (what the wrapper calls once dynamo is "
+          "imported and not running); undone the moment torch._dynamo starts to import",
+          _targets, _prefill),
+)
 
 
 def prefilled_count() -> int:
-    """How many functions are currently pre-filled (0 once dynamo has been imported)."""
-    finder = _finder
-    return 0 if finder is None else len(finder.prefilled)
-
-
-def _prefill(fn: Any) -> bool:
-    if not isinstance(fn, types.FunctionType) or fn.__dict__.get(_ATTR) is not None:
-        return False
-    fn.__dict__[_ATTR] = fn
-    return True
+    """How many functions are currently pre-filled (0 outside traces and once dynamo has been imported)."""
+    return sum(1 for fn in (_found or ()) if fn.__dict__.get(_ATTR) is fn)
 
 
 def _wrapper_code() -> types.CodeType | None:

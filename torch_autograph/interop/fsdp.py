@@ -28,9 +28,10 @@ The post node runs FSDP's post-hook on the real outputs. Backward, the
 reduce-scatter and the optimizer step on the sharded parameters then happen
 as in eager FSDP2, from the hooks FSDP registered when the nodes ran.
 
-FSDP2 lives in a module torch imports on demand (about 2 s): `install()` runs
-before each trace and patches `FSDPModule` once it exists. The patch is on the
-class, so modules sharded before it are staged too. `unshard()`, `reshard()`
+FSDP2 lives in a module torch imports on demand (about 2 s): `FSDPModule` is
+patched while a trace runs once that module is imported (`PATCHES`, in
+interop/patches.py's table). The patch is on the class, so modules sharded
+before it are staged too. `unshard()`, `reshard()`
 and the `set_*` configuration methods called while tracing become nodes as
 well (they act on state FSDP reads when the graph runs).
 """
@@ -51,8 +52,9 @@ from ..tracing.locations import user_location
 from ..tracing.meta import TensorMeta, like_example, meta_example
 from ..tracing.recording import record_with_meta
 from ..tracing.tensor import GraphTensor
-from ..tracing.user_ops import py_function
+from ..subtraces.user_ops import py_function
 from .ddp import Flat
+from .patches import Patch
 
 _FULLY_SHARD = "torch.distributed.fsdp._fully_shard._fully_shard"
 _STAGED = "_ta_staged"
@@ -221,14 +223,26 @@ def _staged_method(name: str, method: Callable) -> Callable:
     return staged
 
 
-def install() -> None:
-    """Patch `FSDPModule` once torch's FSDP2 is imported (called before every trace; cheap when done)."""
-    mod = sys.modules.get(_FULLY_SHARD)
-    cls = getattr(mod, "FSDPModule", None)
-    if cls is None or hasattr(cls.__dict__.get("__call__"), _STAGED):
-        return
-    for name, method in list(cls.__dict__.items()):
-        if callable(method) and (name in ("unshard", "reshard") or name.startswith("set_")):
-            setattr(cls, name, _staged_method(name, method))
-    setattr(_call, _STAGED, torch.nn.Module.__call__)
-    cls.__call__ = _call
+def _fsdp_targets() -> list[tuple[Any, str]]:
+    cls = getattr(sys.modules.get(_FULLY_SHARD), "FSDPModule", None)
+    if cls is None:
+        return []  # FSDP2 not imported: nothing of it can be in a trace
+    names = [n for n, m in cls.__dict__.items()
+             if callable(m) and (n in ("unshard", "reshard") or n.startswith("set_"))]
+    return [(cls, n) for n in names] + [(cls, "__call__")]
+
+
+def _replacement(cls: type, name: str, original: Callable) -> Callable:
+    if name == "__call__":
+        call = functools.wraps(torch.nn.Module.__call__)(_call)
+        setattr(call, _STAGED, original)
+        return call
+    return _staged_method(name, original)
+
+
+PATCHES = (
+    Patch("torch.distributed.fsdp.FSDPModule (once torch imports FSDP2)", ("__call__", "unshard", "reshard", "set_*"),
+          "FSDP's forward hooks gather and free parameters, and its methods set state FSDP reads, at every call; "
+          "at trace time they would run once",
+          _fsdp_targets, _replacement),
+)

@@ -24,14 +24,14 @@ import torch
 from .. import errors, nest
 from ..graph import CheckOp, CondOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind, control_op, unique_values
 from ..graph.passes.dead_code import eliminate_dead_code
-from . import lists
-from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
+from ..tracing import lists
+from .branches import (SCALAR_DTYPES, UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
                        quoted, structure_repr, to_value, type_words, value_type, where)
-from .context import current
-from .locations import user_location
-from .numbers import traced
-from .symbols import is_graph_value, same_dim
-from .trace import TraceState
+from ..tracing.context import current
+from ..tracing.locations import user_location
+from ..tracing.numbers import traced
+from ..tracing.symbols import is_graph_value, same_dim
+from ..tracing.trace import TraceState
 
 
 def _unset_in(branch: Branch, like: Value) -> Any:
@@ -113,16 +113,16 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
                 origin: SourceLocation | None) -> Any:
     """Either a Python value both branches share, or (true value, false value, merged Value)."""
     ka, kb = leaf_kind(a), leaf_kind(b)
-    if ka == "unset" and kb == "unset":
+    if ka == Leaf.UNSET and kb == Leaf.UNSET:
         return UNSET
     # A value never read on one side (UNSET) lets a Python value from the other pass through as is.
-    if ka == "unset" and kb in ("pyscalar", "object"):
+    if ka == Leaf.UNSET and kb in (Leaf.PYSCALAR, Leaf.OBJECT):
         return b
-    if kb == "unset" and ka in ("pyscalar", "object"):
+    if kb == Leaf.UNSET and ka in (Leaf.PYSCALAR, Leaf.OBJECT):
         return a
-    if ka in ("pyscalar", "object") and kb in ("pyscalar", "object") and type(a) is type(b) and (a is b or a == b):
+    if ka in (Leaf.PYSCALAR, Leaf.OBJECT) and kb in (Leaf.PYSCALAR, Leaf.OBJECT) and type(a) is type(b) and (a is b or a == b):
         return a
-    if "object" in (ka, kb):
+    if Leaf.OBJECT in (ka, kb):
         if a is None or b is None:
             which = "main" if a is None else "else"
             raise ValueError(f"{quoted(name)} is None at the end of the {which} branch of the `if`{where(origin)}; a "
@@ -131,13 +131,13 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
                         f"of the "
                         f"`if`{where(origin)}; a Python object that differs between the branches of a graph `if` "
                         f"cannot be merged. Make it a tensor, or compute it outside the `if`.")
-    va = None if ka == "unset" else to_value(tb, a)
-    vb = None if kb == "unset" else to_value(fb, b)
+    va = None if ka == Leaf.UNSET else to_value(tb, a)
+    vb = None if kb == Leaf.UNSET else to_value(fb, b)
     # Python numbers on one side and tensors on the other: the number becomes a tensor.
     promoted = False
-    if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in ("pyscalar", "scalar"):
+    if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in (Leaf.PYSCALAR, Leaf.SCALAR):
         vb, promoted = as_tensor_in(fb, b, va), True
-    elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in ("pyscalar", "scalar"):
+    elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in (Leaf.PYSCALAR, Leaf.SCALAR):
         va, promoted = as_tensor_in(tb, a, vb), True
     # A Python int on one side and a float on the other (known now or when the graph runs): the int
     # becomes the float that equals it.
@@ -168,9 +168,9 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     return va, vb, out, requires_grad, promoted
 
 
-def _number_dtype(v: Any, kind: str) -> Any:
+def _number_dtype(v: Any, kind: Leaf) -> Any:
     """The dtype of a Python number or run-time number a branch gives, else None."""
-    if kind not in ("pyscalar", "scalar"):
+    if kind not in (Leaf.PYSCALAR, Leaf.SCALAR):
         return None
     if isinstance(v, Value):
         return v.dtype if v.kind is ValueKind.SCALAR else None

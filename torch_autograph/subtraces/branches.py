@@ -6,20 +6,22 @@ code in a sub-trace whose reads of enclosing values become sub-graph inputs.
 
 from __future__ import annotations
 
+import enum
+
 from typing import Any, Callable
 
 import torch
 
-from .. import nest
-from ..graph import Graph, Op, OpKind, SourceLocation, Value, ValueKind, is_static
-from .context import Traced
-from .lists import GraphList
-from .meta import TensorMeta, meta_example
-from .promoted import promote_number
-from .recording import record_with_meta
-from .symbols import SYMBOLIC, constant_of
-from .tensor import GraphTensor
-from .trace import TraceState, reenter, subtrace
+from .. import errors, nest
+from ..graph import Graph, Op, OpKind, SourceLocation, Trait, Value, ValueKind, is_static
+from ..tracing.context import Traced
+from ..tracing.lists import GraphList
+from ..tracing.meta import TensorMeta, meta_example
+from ..tracing.promoted import promote_number
+from ..tracing.recording import record_with_meta
+from ..tracing.symbols import SYMBOLIC, constant_of
+from ..tracing.tensor import GraphTensor
+from ..tracing.trace import TraceState, reenter, subtrace
 
 
 SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
@@ -46,19 +48,34 @@ class Unset:
 UNSET = Unset()
 
 
-def leaf_kind(x: Any) -> str:
-    """What a branch or loop value is: "tensor", "list", "scalar" (a run-time number), "pyscalar", "unset", "object"."""
+class Leaf(enum.Enum):
+    """What a branch output or loop variable is, for merging the two sides of an `if` or a loop's iterations."""
+
+    TENSOR = "tensor"
+    LIST = "list"  # a graph list
+    SCALAR = "scalar"  # a run-time number (a graph value)
+    PYSCALAR = "pyscalar"  # a Python number (or a traced number whose value is known)
+    UNSET = "unset"  # not assigned on this side
+    OBJECT = "object"  # any other Python value: must be the same on both sides
+
+    @property
+    def is_number(self) -> bool:
+        return self in (Leaf.SCALAR, Leaf.PYSCALAR)
+
+
+def leaf_kind(x: Any) -> Leaf:
+    """What a branch or loop value is (`Leaf`)."""
     if isinstance(x, GraphList):
-        return "list"
+        return Leaf.LIST
     if isinstance(x, torch.Tensor):
-        return "tensor"
+        return Leaf.TENSOR
     if isinstance(x, SYMBOLIC):
-        return "scalar" if isinstance(constant_of(x), SYMBOLIC) else "pyscalar"
+        return Leaf.SCALAR if isinstance(constant_of(x), SYMBOLIC) else Leaf.PYSCALAR
     if type(x) in SCALAR_DTYPES:
-        return "pyscalar"
+        return Leaf.PYSCALAR
     if x is UNSET:
-        return "unset"
-    return "object"
+        return Leaf.UNSET
+    return Leaf.OBJECT
 
 
 def describe(x: Any) -> str:
@@ -72,12 +89,8 @@ def describe(x: Any) -> str:
 
 
 def quoted(name: str) -> str:
-    """A variable as messages name it: `'x'`, or in words for the slots AutoGraph makes for `return`."""
-    if name.startswith("retval_"):
-        return "the return value"
-    if name.startswith("do_return"):
-        return "whether the function returned"
-    return f"'{name}'"
+    """A variable as messages name it: `'x'`, or in words for the variables AutoGraph makes for `return`."""
+    return errors.variable_in_words(name)
 
 
 def where(origin: SourceLocation | None) -> str:
@@ -140,7 +153,7 @@ def number_to_tensor(x: Any, like: Value, promoted: bool = False) -> GraphTensor
         op = Op(OpKind.FUNCTION, promote_number, "tensor", converts_number=True)
         return record_with_meta(op, (x, like.dtype, like.device), {},
                                 TensorMeta(meta_example((), like.dtype), like.device))
-    op = Op(OpKind.FUNCTION, torch.tensor, "tensor", pure=True, converts_number=True)
+    op = Op(OpKind.FUNCTION, torch.tensor, "tensor", pure=True, converts_number=True, traits=Trait.FRESH)
     return record_with_meta(op, (x,), {"dtype": like.dtype, "device": like.device},
                             TensorMeta(meta_example((), like.dtype), like.device))
 

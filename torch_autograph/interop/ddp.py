@@ -23,9 +23,9 @@ So every call prepares the reducer exactly as eager DDP does, and the staged
 `loss.backward()` node runs autograd, whose hooks (registered by DDP's C++
 reducer on the parameters) all-reduce the gradient buckets as they become
 ready. Nothing of DDP runs at trace time: the first call's graph run is DDP's
-first iteration, as in eager. Both halves are wrapped on the class (like the
-staged optimizer methods, staging/library.py), so a subclass's `forward` that
-calls them is staged too.
+first iteration, as in eager. Both halves are replaced on the class while a trace runs (`PATCHES`, in
+interop/patches.py's table, like the staged optimizer methods), so a
+subclass's `forward` that calls them is staged too.
 
 `no_sync()` entered in the traced function is staged the same way: the nodes
 of a forward inside it run with `require_backward_grad_sync` off, as eager's
@@ -39,7 +39,8 @@ from __future__ import annotations
 import contextvars
 import functools
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 from torch.utils import _pytree as pytree
@@ -51,6 +52,7 @@ from ..tracing.locations import user_location
 from ..tracing.meta import TensorMeta, like_example
 from ..tracing.recording import record_with_meta
 from ..tracing.tensor import GraphTensor
+from .patches import Patch
 
 try:
     from torch.nn.parallel import DistributedDataParallel
@@ -209,17 +211,23 @@ def _traced_no_sync(ddp: Any) -> Iterator[None]:
         _in_no_sync.reset(token)
 
 
-_ORIGINALS: dict[str, Callable] = {}
+# torch's own methods, read (never changed) at import; the wrappers call them outside a trace.
+_ORIGINALS: Mapping[str, Callable] = MappingProxyType(
+    {} if DistributedDataParallel is None else
+    {name: DistributedDataParallel.__dict__[name] for name in ("_pre_forward", "_post_forward", "no_sync")})
 _WRAPPERS = {"_pre_forward": _pre_forward, "_post_forward": _post_forward, "no_sync": _no_sync}
 
 
-def install() -> None:
-    """Wrap DDP's forward halves and `no_sync` on the class (idempotent)."""
-    if DistributedDataParallel is None or _ORIGINALS:
-        return
-    for name, wrapper in _WRAPPERS.items():
-        original = DistributedDataParallel.__dict__[name]
-        _ORIGINALS[name] = original
-        staged = functools.wraps(original)(wrapper)
-        setattr(staged, _STAGED, original)
-        setattr(DistributedDataParallel, name, staged)
+def _staged(cls: type, name: str, original: Callable) -> Callable:
+    staged = functools.wraps(original)(_WRAPPERS[name])
+    setattr(staged, _STAGED, original)
+    return staged
+
+
+PATCHES = (
+    Patch("torch.nn.parallel.DistributedDataParallel", tuple(_WRAPPERS),
+          "DDP's per-call Python (reducer preparation, buffer broadcast, the outputs' hooks) would run once, at "
+          "trace time; staged, its two halves are nodes that run at every call",
+          lambda: [] if DistributedDataParallel is None else [(DistributedDataParallel, n) for n in _WRAPPERS],
+          _staged),
+)

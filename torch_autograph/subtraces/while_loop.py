@@ -44,15 +44,15 @@ import torch
 from .. import nest
 from ..graph import Effect, Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
-from . import lists
-from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
+from ..tracing import lists
+from .branches import (SCALAR_DTYPES, UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
                        number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
-from .context import current
-from .locations import user_location
+from ..tracing.context import current
+from ..tracing.locations import user_location
 from .retype import retype
-from .symbols import OutputDim, constant_of, is_graph_value, same_dim
-from .trace import TraceState
+from ..tracing.symbols import OutputDim, constant_of, is_graph_value, same_dim
+from ..tracing.trace import TraceState
 
 
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,
@@ -227,13 +227,13 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     for i, v in enumerate(loop_vars):
         if i in inferred:
             v = inferred[i]
-        if i in promote and leaf_kind(v) in ("pyscalar", "scalar"):
+        if i in promote and leaf_kind(v) in (Leaf.PYSCALAR, Leaf.SCALAR):
             v = _promoted(v, promote[i])
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
-        if leaf_kind(v) not in ("object", "unset"):
+        if leaf_kind(v) not in (Leaf.OBJECT, Leaf.UNSET):
             carried[i] = _carried_value(state, i, v, refined.get(i), invariants, names, origin)
     required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
     iterated = _iterated_value(state) if required else None
@@ -331,7 +331,7 @@ def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inv
     """
     kind = leaf_kind(v)
     name = reuse or state.fresh_name(_loop_name(names, i))
-    if kind == "pyscalar":
+    if kind == Leaf.PYSCALAR:
         value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
         state.symbols.from_value(value)
         return value
@@ -396,9 +396,9 @@ def _substitute(x: Any, mapping: dict[int, Value]) -> Any:
     return mapping.get(id(x), x) if isinstance(x, Value) else x
 
 
-def _raw_kind(r: Any) -> str:
+def _raw_kind(r: Any) -> Leaf:
     if isinstance(r, Value):
-        return {ValueKind.SCALAR: "scalar", ValueKind.LIST: "list"}.get(r.kind, "tensor")
+        return {ValueKind.SCALAR: Leaf.SCALAR, ValueKind.LIST: Leaf.LIST}.get(r.kind, Leaf.TENSOR)
     return leaf_kind(r)
 
 
@@ -419,7 +419,7 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 changes.define[i] = _placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
-                if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
+                if leaf_kind(out) in (Leaf.TENSOR, Leaf.SCALAR, Leaf.PYSCALAR) and init is None:
                     raise ValueError(f"{quoted(name)} is None before the loop{where(origin)} but becomes "
                                      f"{describe(out)} in it; give it an initial value of that type before the "
                                      f"loop.")
@@ -427,16 +427,16 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                                 f"loop{where(origin)}: {describe(init)} before, {describe(out)} after.")
             continue
         lv, ok = carried[i], _raw_kind(r)
-        if ok == "object":
+        if ok == Leaf.OBJECT:
             if r is None:
                 raise ValueError(f"{quoted(name)} is None at the end of the iteration of the loop{where(origin)}.")
             raise TypeError(f"{quoted(name)} does not have the same nested structure after one iteration of the "
                             f"loop{where(origin)}: {lv.type_str()} before, {describe(out)} after.")
-        if lv.kind is ValueKind.SCALAR and ok == "tensor":
+        if lv.kind is ValueKind.SCALAR and ok == Leaf.TENSOR:
             changes.promote[i] = r
             continue
         if lv.kind is ValueKind.LIST:
-            if ok != "list":
+            if ok != Leaf.LIST:
                 raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
                                 f"{_raw_words(r, out)} after "
                                 f"one iteration.")
@@ -447,7 +447,7 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
                                 f"iteration{where(origin)}.")
             continue
-        if lv.kind is ValueKind.TENSOR and ok in ("pyscalar", "scalar"):
+        if lv.kind is ValueKind.TENSOR and ok in (Leaf.PYSCALAR, Leaf.SCALAR):
             ot, oshape = (ValueKind.TENSOR, lv.dtype, lv.device), ()  # converted to a tensor like the variable
         else:
             ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
@@ -469,7 +469,7 @@ def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tupl
     outs = []
     for i, lv in carried.items():
         r = raw[i]
-        if lv.kind is ValueKind.TENSOR and _raw_kind(r) in ("pyscalar", "scalar"):
+        if lv.kind is ValueKind.TENSOR and _raw_kind(r) in (Leaf.PYSCALAR, Leaf.SCALAR):
             src = bb.state.wrap(r) if isinstance(r, Value) else r
             r = as_tensor_in(bb, src, lv)
         outs.append((i, r))
@@ -486,7 +486,7 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     init_args = []
     for i in carried:
         v = inits[i]
-        init_args.append(constant_of(v) if leaf_kind(v) == "pyscalar" else state.to_value(v))
+        init_args.append(constant_of(v) if leaf_kind(v) == Leaf.PYSCALAR else state.to_value(v))
     loop_values = tuple(carried.values()) + ((iterated,) if iterated is not None else ())
     if iterated is not None:
         init_args.append(False)

@@ -33,10 +33,10 @@ import torch
 
 from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, substitute
 from ..graph.ops import Expression
-from . import lists
-from .context import current
-from .meta import ListMeta, TensorMeta
-from .symbols import ScalarMeta, same_dim
+from ..tracing import lists
+from ..tracing.context import current
+from ..tracing.meta import ListMeta, TensorMeta
+from ..tracing.symbols import ScalarMeta, same_dim
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
 _POLYMORPHIC = frozenset({

@@ -23,8 +23,8 @@ process group, with the same arguments::
   `AsyncCollectiveTensor` that waits at first use: the values are the same).
 - Anything else that communicates from Python while tracing (`dist.barrier()`
   in code AutoGraph did not convert, `all_gather_object` there) reaches a
-  process group method at trace time: `guard_process_groups` makes that an
-  error naming the method and the user's line instead of a step that
+  process group method at trace time: this module's `PATCHES` (on while a
+  trace runs) make that an error naming the method and the user's line instead of a step that
   communicates only once. (Collectives torch makes in C++, such as the
   parameter broadcast of DDP's constructor, do not pass through Python.)
 """
@@ -32,17 +32,18 @@ process group, with the same arguments::
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 import torch
 
 from ..errors import DistributedTracingError, InvalidArgumentError
 from ..graph import Effect, Op, OpKind
-from .context import current
-from .locations import user_location
-from .recording import SPECIAL_CALLS, SPECIAL_KINDS, record_op, record_with_meta
+from ..tracing.context import current
+from ..tracing.locations import user_location
+from ..tracing.recording import record_op, record_with_meta
+from .patches import Patch
 
 _dist: Any = torch.distributed if torch.distributed.is_available() else None
 
@@ -74,12 +75,18 @@ STAGED_DIRECTLY = ("barrier", "monitored_barrier")
 OBJECT_COLLECTIVES = ("all_gather_object", "gather_object", "broadcast_object_list", "scatter_object_list",
                       "send_object_list", "recv_object_list", "batch_isend_irecv")
 
-COLLECTIVES: dict[Callable, tuple[str, CollectiveSpec]] = {}
-if _dist is not None:
-    for _name, _spec in _SPECS.items():
-        _fn = getattr(_dist, _name, None) or getattr(_dist.distributed_c10d, _name, None)
-        if _fn is not None:
-            COLLECTIVES[_fn] = (_name, _spec)
+def _collectives() -> dict[Callable, tuple[str, CollectiveSpec]]:
+    if _dist is None:
+        return {}
+    found = {}
+    for name, spec in _SPECS.items():
+        fn = getattr(_dist, name, None) or getattr(_dist.distributed_c10d, name, None)
+        if fn is not None:
+            found[fn] = (name, spec)
+    return found
+
+
+COLLECTIVES: Mapping[Callable, tuple[str, CollectiveSpec]] = MappingProxyType(_collectives())
 
 
 def _effects(spec: CollectiveSpec) -> Effect:
@@ -321,23 +328,10 @@ def _guarded(method: str, original: Callable) -> Callable:
     return guarded
 
 
-@contextmanager
-def guard_process_groups() -> Iterator[None]:
-    """Make every ProcessGroup collective called while this thread traces an error (see the module docstring).
-
-    Installed by `guards.trace_hooks` while any thread traces; other threads' collectives pass through."""
+def _pg_targets() -> list[tuple[Any, str]]:
     if _dist is None:
-        yield
-        return
-    cls = _dist.ProcessGroup
-    originals = {m: cls.__dict__[m] for m in _PG_METHODS if m in cls.__dict__}
-    for m, fn in originals.items():
-        setattr(cls, m, _guarded(m, fn))
-    try:
-        yield
-    finally:
-        for m, fn in originals.items():
-            setattr(cls, m, fn)
+        return []
+    return [(_dist.ProcessGroup, m) for m in _PG_METHODS if m in _dist.ProcessGroup.__dict__]
 
 
 def _object_collective_error(name: str) -> Callable:
@@ -351,20 +345,30 @@ def _object_collective_error(name: str) -> Callable:
     return refuse
 
 
-# torch.distributed functions converted code calls that do not reach `__torch_function__`: what to call instead
-# while tracing (staging/calls.py looks them up).
-CONVERTED_CALLS: dict[Callable, Callable] = {}
-if _dist is not None:
-    for _name in STAGED_DIRECTLY:
-        _fn = getattr(_dist, _name, None)
-        if _fn is not None:
-            CONVERTED_CALLS[_fn] = (lambda f: lambda *args, **kwargs: record_collective(f, args, kwargs))(_fn)
-    for _name in OBJECT_COLLECTIVES:
-        _fn = getattr(_dist, _name, None)
-        if _fn is not None:
-            CONVERTED_CALLS[_fn] = _object_collective_error(_name)
+def _converted_calls() -> dict[Callable, Callable]:
+    calls: dict[Callable, Callable] = {}
+    if _dist is None:
+        return calls
+    for name in STAGED_DIRECTLY:
+        fn = getattr(_dist, name, None)
+        if fn is not None:
+            calls[fn] = (lambda f: lambda *args, **kwargs: record_collective(f, args, kwargs))(fn)
+    for name in OBJECT_COLLECTIVES:
+        fn = getattr(_dist, name, None)
+        if fn is not None:
+            calls[fn] = _object_collective_error(name)
+    return calls
 
 
-for _fn in COLLECTIVES:
-    SPECIAL_CALLS[_fn] = record_collective
-SPECIAL_KINDS.append((is_functional_collective, record_functional))
+# The plug-ins of this module (staging/ hands them to every trace as `TraceHooks`): torch.distributed functions
+# converted code calls that do not reach `__torch_function__`, with what to call instead while tracing; the
+# collectives recorded their own way; and the functional collectives, recognised by kind.
+CONVERTED_CALLS: Mapping[Callable, Callable] = MappingProxyType(_converted_calls())
+SPECIAL_CALLS: Mapping[Callable, Callable] = MappingProxyType(dict.fromkeys(COLLECTIVES, record_collective))
+SPECIAL_KINDS = ((is_functional_collective, record_functional),)
+PATCHES = (
+    Patch("torch.distributed.ProcessGroup", _PG_METHODS,
+          "a collective that reaches a process group at trace time (not recorded as a node) would communicate "
+          "once, never when the graph runs: it is an error naming the method and the user's line",
+          _pg_targets, lambda cls, name, original: _guarded(name, original)),
+)

@@ -1,0 +1,190 @@
+"""torch is patched only through the one table, only while something needs it, and is torch's own otherwise.
+
+The import test runs in a fresh interpreter: it snapshots every class attribute and function attribute the
+table can touch before `import torch_autograph`, then checks each target of the table is the same object after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_autograph as ta
+from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES, table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run(code: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_SNAPSHOT = """
+import json, sys, torch, torch.distributed, torch.optim, torch.amp, torch.nn.parallel
+import torch._refs, torch._prims, torch._decomp
+def classes(root):
+    out, stack = [], [root]
+    while stack:
+        c = stack.pop(); out.append(c); stack.extend(c.__subclasses__())
+    return out
+watched = (classes(torch.optim.Optimizer) + classes(torch.optim.lr_scheduler.LRScheduler)
+           + classes(torch.amp.GradScaler) + [torch.nn.Module, torch.Tensor, torch._C.TensorBase,
+           torch.nn.parallel.DistributedDataParallel, torch.distributed.ProcessGroup])
+before = {(id(c), n): v for c in watched for n, v in list(vars(c).items())}
+import torch_autograph as ta
+from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES
+changed, targets = [], 0
+for s in (TRACE_PATCHES, WATCH_PATCHES):
+    for p in s.patches:
+        for obj, name in p.targets():
+            targets += 1
+            if vars(obj).get(name, "<missing>") is not before.get((id(obj), name), "<missing>"):
+                changed.append(f"{obj!r}.{name}")
+changed += [f"{c.__qualname__}.{n}" for c in watched for n, v in list(vars(c).items())
+            if before.get((id(c), n), "<missing>") is not v]
+print(json.dumps({"changed": changed, "targets": targets, "active": TRACE_PATCHES.active() or WATCH_PATCHES.active()}))
+"""
+
+
+def test_importing_the_package_changes_no_torch_attribute():
+    got = _run(_SNAPSHOT)
+    assert got == {"changed": [], "targets": got["targets"], "active": False}
+    assert got["targets"] > 100  # the table was really walked: optimizers, schedulers, collectives, refs
+
+
+def test_every_patch_is_on_while_a_trace_runs_and_off_after():
+    seen = {}
+
+    def body(x):
+        seen["active"] = TRACE_PATCHES.active()
+        seen["step_staged"] = hasattr(vars(torch.optim.SGD)["step"], "_ta_staged")
+        seen["zero_grad_staged"] = hasattr(vars(torch.nn.Module)["zero_grad"], "_ta_staged")
+        return x + 1
+
+    ta.function(body)(torch.ones(2))
+    assert seen == {"active": True, "step_staged": True, "zero_grad_staged": True}
+    assert not TRACE_PATCHES.active()
+    assert not hasattr(vars(torch.optim.SGD)["step"], "_ta_staged")
+    assert not hasattr(vars(torch.nn.Module)["zero_grad"], "_ta_staged")
+
+
+def test_the_table_names_owner_attribute_lifetime_and_reason_of_each_patch():
+    rows = table()
+    owners = {owner for owner, *_ in rows}
+    assert {"torch.Tensor", "torch.nn.Module", "torch.distributed.ProcessGroup"} <= owners
+    assert ("torch.Tensor", "data", "while frozen code is alive") in {r[:3] for r in rows}
+    assert all(why for *_, why in rows)
+
+
+def test_a_trace_failing_midway_still_takes_every_patch_off():
+    def body(x):
+        raise ValueError("user bug")
+
+    with pytest.raises(ValueError, match="user bug"):
+        ta.function(body)(torch.ones(2))
+    assert not TRACE_PATCHES.active()
+    assert not hasattr(vars(torch.optim.Adam)["step"], "_ta_staged")
+
+
+# ----- torch behaves as without the package after a trace ------------------------------------------------------
+def _trained(opt_cls, steps=3):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = opt_cls(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    x, y = torch.randn(8, 4), torch.randn(8, 2)
+    for _ in range(steps):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+        sched.step()
+    return [p.detach().clone() for p in model.parameters()], sched.get_last_lr()
+
+
+def test_torch_optim_after_a_trace_is_torchs_own():
+    want = _trained(torch.optim.Adam)
+    ta.function(lambda x: x * 2)(torch.ones(2))  # a trace in between
+    got = _trained(torch.optim.Adam)
+    for a, b in zip(got[0], want[0]):
+        assert torch.equal(a, b)
+    assert got[1] == want[1]
+    assert torch.optim.Adam.step.__qualname__ == "Adam.step"
+
+
+def test_tensor_data_after_frozen_code_is_collected_is_torchs_own():
+    base = vars(torch._C.TensorBase)["data"]
+    assert "data" not in vars(torch.Tensor) or vars(torch.Tensor)["data"] is not base
+    before = vars(torch.Tensor).get("data")
+    from torch_autograph.interop import Watch
+
+    w = torch.ones(3)
+    watch = Watch([w])
+    assert WATCH_PATCHES.active() and vars(torch.Tensor)["data"] is not before
+    w.data.mul_(2)
+    assert w._version > 0  # seen while watched
+    watch.close()
+    assert not WATCH_PATCHES.active() and vars(torch.Tensor).get("data") is before
+    v = torch.ones(3)
+    version = v._version
+    v.data.mul_(2)
+    assert v._version == version  # torch's own `.data`: its own version counter again
+
+
+def test_the_watch_switch_leaves_torch_alone():
+    from torch_autograph.interop import Watch
+
+    before = vars(torch.Tensor).get("data")
+    ta.config.set_watch_frozen_data(False)
+    try:
+        watch = Watch([torch.ones(2)])
+        assert not WATCH_PATCHES.active() and vars(torch.Tensor).get("data") is before
+        watch.close()
+    finally:
+        ta.config.set_watch_frozen_data(True)
+
+
+def test_ddp_and_process_groups_after_a_trace_are_torchs_own(one_process_group):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    originals = {n: vars(DDP)[n] for n in ("_pre_forward", "_post_forward", "no_sync")}
+    pg_allreduce = vars(dist.ProcessGroup)["allreduce"]
+    model = DDP(torch.nn.Linear(3, 1))
+    f = ta.function(lambda x: model(x).sum())
+    torch.testing.assert_close(f(torch.ones(2, 3)), model(torch.ones(2, 3)).sum())
+    assert {n: vars(DDP)[n] for n in originals} == originals
+    assert vars(dist.ProcessGroup)["allreduce"] is pg_allreduce
+    t = torch.ones(2)
+    dist.all_reduce(t)  # eager, after the trace: torch's own collective
+    torch.testing.assert_close(t, torch.ones(2))
+
+
+def test_torch_compile_after_a_trace_behaves_as_without_the_package():
+    got = _run("""
+import json, torch, torch_autograph as ta
+ta.function(lambda x: torch.relu(x) * 2)(torch.randn(3))
+x = torch.randn(4)
+c = torch.compile(lambda x: torch.sin(x) + 1, backend="eager")
+print(json.dumps({"same": bool(torch.equal(c(x), torch.sin(x) + 1))}))
+""")
+    assert got == {"same": True}
+
+
+def test_the_docs_page_lists_every_patch_of_the_table():
+    page = open(os.path.join(ROOT, "docs", "torch-patches.md")).read()
+    for patch_set in (TRACE_PATCHES, WATCH_PATCHES):
+        for p in patch_set.patches:
+            row = next((line for line in page.splitlines() if line.startswith(f"| {p.owner} |") and p.why in line),
+                       None)
+            assert row is not None, p.owner
+            assert patch_set.name in row and p.why in row
+            assert all(f"`{a}`" in row for a in p.attributes[:4])

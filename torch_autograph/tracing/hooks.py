@@ -1,0 +1,72 @@
+"""The plug-ins a trace runs with: one frozen object, handed to `tracing(graph, hooks)` and kept on the root trace.
+
+The tracer records torch calls; a few kinds of call are recorded their own way
+by layers above it (torch.distributed collectives by interop/), generated code
+reports the user's lines through a mapper that only the layer generating it
+knows (staging/, for AutoGraph), and torch is patched while a trace runs
+(interop/patches.py). Nothing registers itself anywhere: whoever starts a
+trace says what it runs with::
+
+    hooks = TraceHooks(special_calls={dist.all_reduce: record_collective},
+                       special_kinds=((is_functional_collective, record_functional),),
+                       around_trace=(patches.while_tracing,), map_origin=map_origin)
+    with tracing(graph, hooks) as state:
+        ...                          # state.root.hooks is `hooks`
+
+`TraceHooks()` (no plug-ins) traces plain torch code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, ContextManager, Mapping
+
+from ..graph import SourceLocation
+
+Handler = Callable[[Any, tuple, dict], Any]  # handler(func, args, kwargs) -> graph values, like `record`
+OriginMapper = Callable[[str, int], "SourceLocation | None"]
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, eq=False)
+class TraceHooks:
+    """What a trace runs with besides the tracer itself.
+
+    Attributes:
+        special_calls: callables recorded by their own handler instead of `record`'s (collectives).
+        special_kinds: (test, handler) pairs for callables made later than the table (ops of a namespace).
+        converted_calls: callables that converted code calls which never reach `__torch_function__`
+            (`dist.barrier`), each to the callable to run instead while tracing.
+        around_trace: context-manager factories entered around every root trace (torch patches, hooks).
+        map_origin: (filename, lineno) of generated code -> the user's SourceLocation, or None.
+        trace_time_step: (optimizer, args, kwargs) of an optimizer step that reached torch's step hooks
+            while tracing -> the (args, kwargs) torch's step body then runs with, after staging the step;
+            None (or no hook): the step is refused.
+    """
+
+    special_calls: Mapping[Any, Handler] = field(default_factory=lambda: _EMPTY)
+    special_kinds: tuple[tuple[Callable[[Any], bool], Handler], ...] = ()
+    converted_calls: Mapping[Callable, Callable] = field(default_factory=lambda: _EMPTY)
+    around_trace: tuple[Callable[[], ContextManager], ...] = ()
+    map_origin: OriginMapper | None = None
+    trace_time_step: Callable[[Any, tuple, dict], "tuple[tuple, dict] | None"] | None = None
+    # func -> its handler or None; owned by these hooks and bounded.
+    _special_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def special(self, func: Any) -> Handler | None:
+        """The handler that records `func` its own way, if any."""
+        cache = self._special_cache
+        try:
+            hit = cache.get(func, cache)
+        except TypeError:  # an unhashable callable
+            return None
+        if hit is cache:
+            hit = self.special_calls.get(func) or next((h for test, h in self.special_kinds if test(func)), None)
+            if len(cache) < 8192:
+                cache[func] = hit
+        return hit
+
+
+NO_HOOKS = TraceHooks()
