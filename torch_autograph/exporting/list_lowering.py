@@ -16,7 +16,7 @@ loop's length, or `maximum_iterations`) times the rows one iteration adds; a
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -25,8 +25,7 @@ from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter
 from ..state import tensor_array as tarr
 from ..tracing import lists
 
-if TYPE_CHECKING:
-    from .codegen import ExportCodegen, Scope
+ExportCodegen = Scope = Any  # codegen's: codegen.py imports this module, so they are not imported here
 
 _RT = "_rt"
 _CREATE = {lists.list_new, tarr.ta_new, lists.list_from_rows, tarr.ta_from_tensor}

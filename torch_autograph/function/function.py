@@ -36,7 +36,6 @@ import torch
 from .. import nest
 from ..config import _config
 from ..logs import echo
-from ..state import variables
 from ..tracing.context import current
 from . import signatures as sig
 from .arguments import (

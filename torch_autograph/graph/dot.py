@@ -25,15 +25,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import GraphvizNotFoundError
 from .ops import CheckOp, OpKind, WhileOp
 from .values import Value
 from .walkers import iter_values
 
-if TYPE_CHECKING:
-    from .graph import Graph, Node
+Graph = Node = Any  # graph.Graph, graph.Node: graph.py imports this module, so they are not imported here
 
 _INPUT = 'shape=invhouse, fillcolor="#dbeafe"'
 _CAPTURE = 'shape=cylinder, fillcolor="#fef3c7"'

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import importlib
 import operator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 
 from .ops import Expression, OpKind
 from .values import Value
 
-if TYPE_CHECKING:
-    from .graph import Graph, Node
+Graph = Node = Any  # graph.Graph, graph.Node: graph.py imports this module, so they are not imported here
 
 _INFIX = {
     operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",

@@ -8,12 +8,11 @@ rebuilds such a nest with each leaf replaced; `iter_values` yields its Values.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .values import Value
 
-if TYPE_CHECKING:
-    from .graph import Graph, Node
+Graph = Node = Any  # graph.Graph, graph.Node: graph.py imports this module, so they are not imported here
 
 
 def map_nest(fn: Callable[[Any], Any], obj: Any) -> Any:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import contextvars
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import Any, Iterator
 
-if TYPE_CHECKING:
-    from .trace import TraceState
+TraceState = Any  # trace.TraceState: it imports (through its imports) this module, so it is not imported here
 
 _current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
 

@@ -39,7 +39,7 @@ process), which a trace with static shapes never pays.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import torch
 
@@ -47,8 +47,7 @@ from ..graph import Node, Value, ValueKind
 from ..graph.ops import Expression
 from .context import Traced
 
-if TYPE_CHECKING:
-    from .trace import TraceState
+TraceState = Any  # trace.TraceState: trace.py imports this module, so it is not imported here
 
 SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 

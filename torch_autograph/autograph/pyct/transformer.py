@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import gast
 
-if TYPE_CHECKING:
-    from torch_autograph.autograph.pyct import naming
 
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
 
@@ -38,7 +36,7 @@ class ConversionContext:
             directives to recognise `set_loop_options`); returns `MISSING`.
     """
 
-    namer: "naming.Namer"
+    namer: Any  # naming.Namer: naming.py imports this module, so it is not imported here
     filename: str
     function_name: str
     namespace: Callable[[str], Any] = lambda name: MISSING
