@@ -14,7 +14,7 @@ import torch
 from ..autograph.operators.py_builtins import LazyRange
 from ..graph import Op, OpKind
 from ..subtraces import cond as cond_module
-from ..tracing.traits import traits
+from ..tracing.traits import traits_of
 from ..tracing.lists import GraphList, element_meta
 from ..tracing.locations import user_location
 from ..tracing.numbers import traced
@@ -101,7 +101,7 @@ def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
     if v.dtype is None:
         return NotImplemented
     meta = ScalarMeta(torch.bool) if builtin in (builtins.any, builtins.all) else element_meta(v)
-    op = Op(OpKind.FUNCTION, builtin, builtin.__name__, traits=traits(OpKind.FUNCTION, builtin, builtin.__name__))
+    op = Op(OpKind.FUNCTION, builtin, builtin.__name__, traits=traits_of(OpKind.FUNCTION, builtin, builtin.__name__))
     return record_with_meta(op, (lst, *rest), {}, meta)
 
 

@@ -16,7 +16,7 @@ import torch
 
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..graph import Effect, Op, OpKind
-from ..tracing.traits import traits
+from ..tracing.traits import traits_of
 from ..tracing.lists import GraphList
 from ..tracing.context import Traced, current
 from ..tracing.locations import user_location
@@ -267,6 +267,6 @@ def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> An
 def _call(fn: Any, args: tuple, meta: Callable[[], Any], writes: bool = False) -> Any:
     """Run a helper now (eagerly), or record it as a graph node while tracing (`meta()`: its outputs)."""
     effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE  # writes: the run-time list of the elements
-    op = Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects, traits=traits(OpKind.FUNCTION, fn, fn.__name__))
+    op = Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects, traits=traits_of(OpKind.FUNCTION, fn, fn.__name__))
     return run_or_record(op, args, {},
                          meta() if current() is not None else None)

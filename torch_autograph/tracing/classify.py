@@ -16,7 +16,7 @@ import torch
 
 from ..graph import Effect, Op, OpKind, Value
 from .meta import TensorMeta, like_example
-from .traits import traits
+from .traits import traits_of
 
 # ----- classification of torch callables ------------------------------------------------
 _DUNDER_OPS = {
@@ -97,7 +97,7 @@ def _op(kind: OpKind, target: Any, name: str, effects: Effect = Effect.NONE, fun
         own_name: str | None = None) -> Op:
     autograd = func in AUTOGRAD_META
     return Op(kind, target, name, effects=effects, pure=effects is Effect.NONE and not autograd,
-              runs_autograd=autograd, traits=traits(kind, target, own_name if own_name is not None else name))
+              runs_autograd=autograd, traits=traits_of(kind, target, own_name if own_name is not None else name))
 
 
 def classify(func: Callable) -> tuple[Op, Callable, bool]:

@@ -34,7 +34,7 @@ from .locations import user_location
 from . import grads, promoted
 from .messages import leaked_tensor_error
 from .retrace import Retrace
-from .traits import traits
+from .traits import traits_of
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from . import numbers
 from .numbers import traced
@@ -88,7 +88,7 @@ def record_augmented(inplace_method: str, number: Any, other: Any) -> Any:
     fn = INPLACE_OPERATORS[inplace_method]
     inplace = Op(OpKind.METHOD, inplace_method, inplace_method, effects=Effect.WRITES_FIRST_ARG)
     op = Op(OpKind.OPERATOR, fn, inplace_method.rstrip("_"), pure=True, inplace=inplace,
-            traits=traits(OpKind.OPERATOR, fn, inplace_method))
+            traits=traits_of(OpKind.OPERATOR, fn, inplace_method))
     return _record(state, op, fn, fn, (number, other), {})
 
 
@@ -102,7 +102,7 @@ _METHOD_OPERATORS = {
     "matmul": operator.matmul, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "eq": operator.eq, "ne": operator.ne, "neg": operator.neg, "abs": abs,
 }
-_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True, traits=traits(OpKind.OPERATOR, fn, name))
+_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True, traits=traits_of(OpKind.OPERATOR, fn, name))
                  for name, fn in _METHOD_OPERATORS.items()}
 
 

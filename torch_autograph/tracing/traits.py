@@ -43,7 +43,7 @@ _CONVOLUTIONS = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d", "co
                            "conv_transpose3d", "convolution"})
 
 
-def traits(kind: OpKind, target: Any, name: str) -> Trait:
+def traits_of(kind: OpKind, target: Any, name: str) -> Trait:
     """The traits of a node calling `target` (`name`: the callable's own name, `add_` for `Tensor.add_`)."""
     if kind is OpKind.OPERATOR:
         return Trait.FRESH if target in _FRESH_OPERATORS else Trait.NONE
