@@ -1,0 +1,182 @@
+"""Run one corpus program eagerly and through `ta.function`, and say what came of it.
+
+The truth is the plain Python/PyTorch run. Per input, both runs start from
+fresh copies of the input and the same random seed; their results, the
+inputs afterwards (what the call changed) and what they printed must agree:
+the same structure, and per tensor the same dtype, shape and values (floats
+within `torch.testing.assert_close`'s tolerance, bitwise everything else).
+A Python number may come back as a 0-d tensor of its kind (bool, integer,
+floating) and value: a graph's results are tensors (the graph cannot return
+Python's type, which may depend on how many times a loop ran).
+Where eager raises, the graph must raise too.
+
+An outcome is one of:
+    equal           every input agrees
+    refusal         the graph run raised a clear error naming the program's
+                    file:line (allowed only where `allowed_refusals.txt` says
+                    why the construct cannot be a graph)
+    internal error  any other exception of the graph run (or an error on an
+                    input where eager fails that is not a clear one)
+    wrong value     results, changed inputs or printed text differ, or the
+                    graph returns where eager raises
+    hang            the graph run did not finish within the time limit
+    corpus error    eager raises on every input: nothing is compared (a
+                    wrong port, or wrong inputs)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import signal
+from typing import Any, Callable
+
+import torch
+
+import torch_autograph as ta
+
+from cases import A, Case, fresh
+
+EQUAL, REFUSAL, INTERNAL, WRONG, HANG = "equal", "refusal", "internal error", "wrong value", "hang"
+CORPUS = "corpus error"
+SECONDS_PER_CASE = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What running a case came to: its class, and (unless equal) the first input that was not and why."""
+
+    kind: str
+    detail: str = ""
+
+
+class _Hang(Exception):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Hang()
+
+
+def _call(fn: Callable, args: A) -> tuple[Any, Any, str, BaseException | None]:
+    """(result, the arguments afterwards, stdout, exception) of `fn(*args)` from the same seed as the other run."""
+    torch.manual_seed(0)
+    out = io.StringIO()
+    result, error = None, None
+    with contextlib.redirect_stdout(out):
+        try:
+            result = fn(*args)
+        except _Hang:
+            raise
+        except Exception as e:  # the outcome records it: the corpus classifies every exception
+            error = e
+    return result, args, out.getvalue(), error
+
+
+def _as_tensor(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, ta.Variable):
+        return value.read_value().detach()
+    return value
+
+
+_KINDS = {bool: (torch.bool,), int: (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64),
+          float: (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+
+
+def _number_difference(expected: Any, got: Any, where: str) -> str | None:
+    """A Python number eager returns may come back from the graph as a 0-d tensor of the same kind and value."""
+    number, tensor = (expected, got) if isinstance(got, torch.Tensor) else (got, expected)
+    if tensor.dim() != 0 or tensor.dtype not in _KINDS[type(number)] or tensor.item() != number:
+        return f"{where}: eager {_short(expected)}, graph {_short(got)}"
+    return None
+
+
+def difference(expected: Any, got: Any, where: str = "result") -> str | None:
+    """Why `got` is not `expected` (eager's), or None where they agree."""
+    if isinstance(expected, ta.TensorArray) or isinstance(got, ta.TensorArray):
+        return f"{where}: a TensorArray (compare its stack())"
+    expected, got = _as_tensor(expected), _as_tensor(got)
+    if isinstance(expected, torch.Tensor) or isinstance(got, torch.Tensor):
+        if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)):
+            if type(expected) in _KINDS or type(got) in _KINDS:
+                return _number_difference(expected, got, where)
+            return f"{where}: eager {expected!r}, graph {got!r}"
+        if expected.dtype != got.dtype or expected.shape != got.shape:
+            return (f"{where}: eager {expected.dtype} {tuple(expected.shape)}, "
+                    f"graph {got.dtype} {tuple(got.shape)}")
+        try:
+            torch.testing.assert_close(got, expected, equal_nan=True, rtol=1e-5, atol=1e-6)
+        except AssertionError:
+            return f"{where}: eager {_short(expected)}, graph {_short(got)}"
+        return None
+    if isinstance(expected, dict) and isinstance(got, dict):
+        if list(expected) != list(got):
+            return f"{where}: eager keys {list(expected)}, graph keys {list(got)}"
+        return next((d for k in expected if (d := difference(expected[k], got[k], f"{where}[{k!r}]"))), None)
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(expected) != len(got) or hasattr(expected, "_fields") != hasattr(got, "_fields"):
+            return f"{where}: eager {_short(expected)}, graph {_short(got)}"
+        return next((d for k, (e, g) in enumerate(zip(expected, got))
+                     if (d := difference(e, g, f"{where}[{k}]"))), None)
+    if type(expected) is not type(got) or expected != got:
+        return f"{where}: eager {_short(expected)}, graph {_short(got)}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value).replace("\n", " ")
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def first_line(error: BaseException) -> str:
+    """`Type: first line of the message`."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:200]
+
+
+def names_program_line(error: BaseException, path: str) -> bool:
+    """Whether the error's own message (not the appended user-code frames) names `path:N`."""
+    text = str(error).split("\nin user code:")[0]
+    if "bug in torch_autograph" in text:
+        return False
+    return f"{path}:" in text or f'"{path}", line' in text
+
+
+def run_case(c: Case, path: str, jit: bool = False) -> Outcome:
+    """Run every input of `c` eagerly and through one `ta.function(c.fn)`; the first that is not equal decides."""
+    eager = c.program()
+    traced = ta.function(c.program(), jit_compile=jit)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.alarm(SECONDS_PER_CASE)
+    try:
+        for k, inputs in enumerate(c.inputs):
+            outcome = _compare_call(eager, traced, inputs, path, f"input {k} {_short(inputs)}")
+            if outcome.kind != EQUAL:
+                return outcome
+        if not c.raises and all(_call(c.program(), fresh(inputs))[3] is not None for inputs in c.inputs):
+            return Outcome(CORPUS, "eager raises on every input: the port is wrong, or its inputs are")
+        return Outcome(EQUAL)
+    except _Hang:
+        return Outcome(HANG, f"no result within {SECONDS_PER_CASE} s")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _compare_call(fn: Callable, traced: Callable, inputs: A, path: str, label: str) -> Outcome:
+    expected, expected_args, expected_out, expected_error = _call(fn, fresh(inputs))
+    got, got_args, got_out, got_error = _call(traced, fresh(inputs))
+    if got_error is not None:
+        clear = names_program_line(got_error, path)
+        if expected_error is not None and (clear or type(got_error) is type(expected_error)):
+            return Outcome(EQUAL)
+        kind = REFUSAL if clear else INTERNAL
+        return Outcome(kind, f"{label}: {first_line(got_error)}")
+    if expected_error is not None:
+        return Outcome(WRONG, f"{label}: eager raises {first_line(expected_error)}; the graph returns {_short(got)}")
+    why = (difference(expected, got) or difference(list(expected_args), list(got_args), "arguments after")
+           or (None if expected_out == got_out else f"printed: eager {expected_out!r}, graph {got_out!r}"))
+    return Outcome(WRONG, f"{label}: {why}") if why else Outcome(EQUAL)
