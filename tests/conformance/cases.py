@@ -45,6 +45,9 @@ class Case:
             so state one run changes is not seen by the other.
         raises: eager raises on every input by design (the source tests that
             the converted function raises too).
+        prints_while_tracing: the program calls Python's `print`, which a
+            graph runs while tracing only (a documented difference: `ta.print`
+            prints at every call): what it prints is not compared.
     """
 
     fn: Callable
@@ -53,6 +56,7 @@ class Case:
     name: str = ""
     build: bool = False
     raises: bool = False
+    prints_while_tracing: bool = False
 
     def program(self) -> Callable:
         """The callable to run: `fn`, or a new instance built from seed 0 where `build`."""
@@ -63,11 +67,11 @@ class Case:
 
 
 def case(fn: Callable, *inputs: Any, jit: bool = False, name: str | None = None, build: bool | None = None,
-         raises: bool = False) -> Case:
+         raises: bool = False, prints_while_tracing: bool = False) -> Case:
     """A `Case` of `fn` on `inputs` (each an `A`, or the single argument itself); a class is built per run."""
     calls = tuple(i if isinstance(i, A) else A(i) for i in inputs)
     build = isinstance(fn, type) if build is None else build
-    return Case(fn, calls, jit, name or fn.__name__, build, raises)
+    return Case(fn, calls, jit, name or fn.__name__, build, raises, prints_while_tracing)
 
 
 def i32(x: Any) -> torch.Tensor:

@@ -8,7 +8,9 @@ within `torch.testing.assert_close`'s tolerance, bitwise everything else).
 A Python number may come back as a 0-d tensor of its kind (bool, integer,
 floating) and value: a graph's results are tensors (the graph cannot return
 Python's type, which may depend on how many times a loop ran).
-Where eager raises, the graph must raise too.
+Module globals the program sets are compared too, and put back before each
+run (neither run sees what the other set). Where eager raises, the graph must
+raise too.
 
 An outcome is one of:
     equal           every input agrees
@@ -19,9 +21,10 @@ An outcome is one of:
                     input where eager fails that is not a clear one)
     wrong value     results, changed inputs or printed text differ, or the
                     graph returns where eager raises
-    hang            the graph run did not finish within the time limit
-    corpus error    eager raises on every input: nothing is compared (a
-                    wrong port, or wrong inputs)
+    hang            the graph run did not finish within the time limit (and
+                    the eager run did)
+    corpus error    eager raises on every input, or does not finish: nothing
+                    is compared (a wrong port, or wrong inputs)
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import functools
 import signal
+import sys
 from typing import Any, Callable
 
 import torch
@@ -40,7 +45,7 @@ from cases import A, Case, fresh
 
 EQUAL, REFUSAL, INTERNAL, WRONG, HANG = "equal", "refusal", "internal error", "wrong value", "hang"
 CORPUS = "corpus error"
-SECONDS_PER_CASE = 60
+SECONDS_PER_CALL = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,19 +64,41 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise _Hang()
 
 
-def _call(fn: Callable, args: A) -> tuple[Any, Any, str, BaseException | None]:
-    """(result, the arguments afterwards, stdout, exception) of `fn(*args)` from the same seed as the other run."""
+@dataclasses.dataclass
+class _Run:
+    """One call's result, its arguments afterwards, what it printed, what it raised and the globals it set."""
+
+    result: Any = None
+    args: Any = None
+    printed: str = ""
+    error: BaseException | None = None
+    hung: bool = False
+    globals_set: dict = dataclasses.field(default_factory=dict)
+
+
+def _plain(value: Any) -> bool:
+    return not (callable(value) or isinstance(value, type(contextlib)))
+
+
+def _call(fn: Callable, args: A, scope: dict, start: dict) -> _Run:
+    """`fn(*args)` from the same seed, and with the program's module globals as they were before the case."""
+    scope.update(start)  # a global the other run set must not be seen by this one
     torch.manual_seed(0)
     out = io.StringIO()
-    result, error = None, None
+    run = _Run(args=args)
+    signal.alarm(SECONDS_PER_CALL)
     with contextlib.redirect_stdout(out):
         try:
-            result = fn(*args)
+            run.result = fn(*args)
         except _Hang:
-            raise
+            run.hung = True
         except Exception as e:  # the outcome records it: the corpus classifies every exception
-            error = e
-    return result, args, out.getvalue(), error
+            run.error = e
+        finally:
+            signal.alarm(0)
+    run.printed = out.getvalue()
+    run.globals_set = {k: v for k, v in scope.items() if (k not in start or v is not start[k]) and _plain(v)}
+    return run
 
 
 def _as_tensor(value: Any) -> Any:
@@ -145,38 +172,55 @@ def names_program_line(error: BaseException, path: str) -> bool:
     return f"{path}:" in text or f'"{path}", line' in text
 
 
+def _module_globals(c: Case) -> dict:
+    fn = c.fn.func if isinstance(c.fn, functools.partial) else c.fn
+    return getattr(fn, "__globals__", None) or vars(sys.modules[fn.__module__])
+
+
 def run_case(c: Case, path: str, jit: bool = False) -> Outcome:
     """Run every input of `c` eagerly and through one `ta.function(c.fn)`; the first that is not equal decides."""
+    scope = _module_globals(c)
+    start = dict(scope)
     eager = c.program()
     traced = ta.function(c.program(), jit_compile=jit)
     previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(SECONDS_PER_CASE)
     try:
+        eager_errors = 0
         for k, inputs in enumerate(c.inputs):
-            outcome = _compare_call(eager, traced, inputs, path, f"input {k} {_short(inputs)}")
+            expected, got = _call(eager, fresh(inputs), scope, start), _call(traced, fresh(inputs), scope, start)
+            outcome = _compare(expected, got, path, f"input {k} {_short(inputs)}",
+                               compare_printed=not c.prints_while_tracing)
             if outcome.kind != EQUAL:
                 return outcome
-        if not c.raises and all(_call(c.program(), fresh(inputs))[3] is not None for inputs in c.inputs):
+            eager_errors += expected.error is not None
+        if eager_errors == len(c.inputs) and not c.raises:
             return Outcome(CORPUS, "eager raises on every input: the port is wrong, or its inputs are")
         return Outcome(EQUAL)
-    except _Hang:
-        return Outcome(HANG, f"no result within {SECONDS_PER_CASE} s")
     finally:
-        signal.alarm(0)
+        scope.update(start)
         signal.signal(signal.SIGALRM, previous)
 
 
-def _compare_call(fn: Callable, traced: Callable, inputs: A, path: str, label: str) -> Outcome:
-    expected, expected_args, expected_out, expected_error = _call(fn, fresh(inputs))
-    got, got_args, got_out, got_error = _call(traced, fresh(inputs))
-    if got_error is not None:
-        clear = names_program_line(got_error, path)
-        if expected_error is not None and (clear or type(got_error) is type(expected_error)):
+def _compare(expected: _Run, got: _Run, path: str, label: str, compare_printed: bool = True) -> Outcome:
+    """The outcome of one input: the eager run `expected` against the graph run `got`."""
+    if expected.hung:
+        return Outcome(CORPUS, f"{label}: eager does not finish within {SECONDS_PER_CALL} s")
+    if got.hung:
+        return Outcome(HANG, f"{label}: no result within {SECONDS_PER_CALL} s (eager finishes)")
+    if got.error is not None:
+        clear = names_program_line(got.error, path)
+        if expected.error is not None and (clear or type(got.error) is type(expected.error)):
             return Outcome(EQUAL)
-        kind = REFUSAL if clear else INTERNAL
-        return Outcome(kind, f"{label}: {first_line(got_error)}")
-    if expected_error is not None:
-        return Outcome(WRONG, f"{label}: eager raises {first_line(expected_error)}; the graph returns {_short(got)}")
-    why = (difference(expected, got) or difference(list(expected_args), list(got_args), "arguments after")
-           or (None if expected_out == got_out else f"printed: eager {expected_out!r}, graph {got_out!r}"))
+        return Outcome(REFUSAL if clear else INTERNAL, f"{label}: {first_line(got.error)}")
+    if expected.error is not None:
+        return Outcome(WRONG, f"{label}: eager raises {first_line(expected.error)}; the graph returns "
+                              f"{_short(got.result)}")
+    try:
+        why = (difference(expected.result, got.result)
+               or difference(list(expected.args), list(got.args), "arguments after")
+               or difference(expected.globals_set, got.globals_set, "globals set")
+               or (None if expected.printed == got.printed or not compare_printed else
+                   f"printed: eager {expected.printed!r}, graph {got.printed!r}"))
+    except Exception as e:  # a graph value that leaked out of its trace cannot even be read
+        why = f"the graph's result cannot be read: {first_line(e)}"
     return Outcome(WRONG, f"{label}: {why}") if why else Outcome(EQUAL)

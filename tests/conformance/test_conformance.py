@@ -70,7 +70,10 @@ def _refuses_at_line(x):
 def test_harness_classifies_a_wrong_value_an_internal_error_and_a_refusal():
     # The graph side is a stand-in function: what each failure looks like to the harness.
     def run(graph_side):
-        return harness._compare_call(lambda x: x + 2, graph_side, A(torch.tensor(1.0)), __file__, "input 0")
+        scope = {}
+        expected = harness._call(lambda x: x + 2, A(torch.tensor(1.0)), scope, {})
+        return harness._compare(expected, harness._call(graph_side, A(torch.tensor(1.0)), scope, {}), __file__,
+                                "input 0")
 
     wrong = run(_silently_wrong)
     assert wrong.kind == harness.WRONG and "eager tensor(3.), graph tensor(2.)" in wrong.detail
