@@ -164,9 +164,12 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0] if lines else ''}"[:200]
 
 
-def names_program_line(error: BaseException, path: str) -> bool:
-    """Whether the error's own message (not the appended user-code frames) names `path:N`."""
-    text = str(error).split("\nin user code:")[0]
+def names_program_line(error: BaseException, path: str, notes: bool = False) -> bool:
+    """Whether the error's own message (not the appended user-code frames; with `notes`, or a note) names `path:N`.
+
+    A refusal must say itself where and why; a note (`while tracing X at ...`) only places another error.
+    """
+    text = "\n".join([str(error).split("\nin user code:")[0], *(getattr(error, "__notes__", ()) if notes else ())])
     if "bug in torch_autograph" in text:
         return False
     return f"{path}:" in text or f'"{path}", line' in text
@@ -209,8 +212,9 @@ def _compare(expected: _Run, got: _Run, path: str, label: str, compare_printed: 
         return Outcome(HANG, f"{label}: no result within {SECONDS_PER_CALL} s (eager finishes)")
     if got.error is not None:
         clear = names_program_line(got.error, path)
-        if expected.error is not None and (clear or type(got.error) is type(expected.error)):
-            return Outcome(EQUAL)
+        if expected.error is not None and (names_program_line(got.error, path, notes=True)
+                                           or type(got.error) is type(expected.error)):
+            return Outcome(EQUAL)  # both raise: the graph's error names the line, or is eager's own
         return Outcome(REFUSAL if clear else INTERNAL, f"{label}: {first_line(got.error)}")
     if expected.error is not None:
         return Outcome(WRONG, f"{label}: eager raises {first_line(expected.error)}; the graph returns "
