@@ -8,6 +8,9 @@ within `torch.testing.assert_close`'s tolerance, bitwise everything else).
 A Python number may come back as a 0-d tensor of its kind (bool, integer,
 floating) and value: a graph's results are tensors (the graph cannot return
 Python's type, which may depend on how many times a loop ran).
+Every floating-point tensor input is a fresh leaf that requires grad (passed
+as `leaf * 1`); the sum of the outputs that require grad is backpropagated,
+and the gradients of the inputs and of the program's parameters must agree.
 Module globals the program sets are compared too, and put back before each
 run (neither run sees what the other set). Where eager raises, the graph must
 raise too.
@@ -74,22 +77,63 @@ class _Run:
     error: BaseException | None = None
     hung: bool = False
     globals_set: dict = dataclasses.field(default_factory=dict)
+    grads: list | None = None
+    grad_error: BaseException | None = None
 
 
 def _plain(value: Any) -> bool:
     return not (callable(value) or isinstance(value, type(contextlib)))
 
 
-def _call(fn: Callable, args: A, scope: dict, start: dict) -> _Run:
-    """`fn(*args)` from the same seed, and with the program's module globals as they were before the case."""
+def _differentiable(value: Any, leaves: list) -> Any:
+    """`value` with each floating-point tensor replaced by `leaf * 1` of a fresh leaf that requires grad.
+
+    Not the leaf itself: programs update their arguments in place (`x *= 3`), which autograd allows on a
+    non-leaf only."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        leaf = value.detach().clone().requires_grad_(True)
+        leaves.append(leaf)
+        return leaf * 1
+    if isinstance(value, A):
+        return A(*(_differentiable(v, leaves) for v in value))
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_differentiable(v, leaves) for v in value)
+    if isinstance(value, dict):
+        return {k: _differentiable(v, leaves) for k, v in value.items()}
+    return value
+
+
+def _gradients(params: list, result: Any, leaves: list) -> tuple[list | None, BaseException | None]:
+    """The gradients of the sum of every output that requires grad, for the inputs and the program's parameters."""
+    outputs = [o for o in ta.nest.flatten(result) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not outputs:
+        return None, None
+    try:
+        sum(o.sum().float() for o in outputs).backward()
+    except Exception as e:  # compared with eager's: backward failing in one run only is a finding
+        return None, e
+    return [t.grad for t in leaves + params], None
+
+
+def _call(fn: Callable, args: A, scope: dict, start: dict, program: Any = None, seconds: int = 20) -> _Run:
+    """`fn(*args)` from the same seed, and with the program's module globals as they were before the case.
+
+    `program`: the module `fn` runs (itself, or the one a `ta.function` wraps), whose parameters' gradients
+    are compared."""
     scope.update(start)  # a global the other run set must not be seen by this one
+    params = list(program.parameters()) if isinstance(program, torch.nn.Module) else []
+    for p in params:
+        p.grad = None
     torch.manual_seed(0)
     out = io.StringIO()
+    leaves: list = []
+    args = _differentiable(args, leaves)
     run = _Run(args=args)
-    signal.alarm(SECONDS_PER_CALL)
+    signal.alarm(seconds)
     with contextlib.redirect_stdout(out):
         try:
             run.result = fn(*args)
+            run.grads, run.grad_error = _gradients(params, run.result, leaves)
         except _Hang:
             run.hung = True
         except Exception as e:  # the outcome records it: the corpus classifies every exception
@@ -158,6 +202,15 @@ def _short(value: Any) -> str:
     return text if len(text) < 80 else text[:77] + "..."
 
 
+def _gradient_difference(expected: _Run, got: _Run) -> str | None:
+    if got.grad_error is not None and expected.grad_error is None:
+        return f"backward fails: {first_line(got.grad_error)}"
+    if expected.grads is None or got.grads is None:
+        return None if (expected.grads is None) == (got.grads is None) else \
+            f"gradients: eager {'none' if expected.grads is None else 'some'}, graph {'none' if got.grads is None else 'some'}"
+    return difference(expected.grads, got.grads, "gradients (inputs, then parameters)")
+
+
 def first_line(error: BaseException) -> str:
     """`Type: first line of the message`."""
     lines = str(error).strip().splitlines()
@@ -184,13 +237,15 @@ def run_case(c: Case, path: str, jit: bool = False) -> Outcome:
     """Run every input of `c` eagerly and through one `ta.function(c.fn)`; the first that is not equal decides."""
     scope = _module_globals(c)
     start = dict(scope)
-    eager = c.program()
-    traced = ta.function(c.program(), jit_compile=jit)
+    eager, graph_program = c.program(), c.program()
+    traced = ta.function(graph_program, jit_compile=jit)
+    seconds = SECONDS_PER_CALL * (6 if jit else 1)  # inductor compiles the forward and the backward graph
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         eager_errors = 0
         for k, inputs in enumerate(c.inputs):
-            expected, got = _call(eager, fresh(inputs), scope, start), _call(traced, fresh(inputs), scope, start)
+            expected = _call(eager, fresh(inputs), scope, start, eager, seconds)
+            got = _call(traced, fresh(inputs), scope, start, graph_program, seconds)
             outcome = _compare(expected, got, path, f"input {k} {_short(inputs)}",
                                compare_printed=not c.prints_while_tracing)
             if outcome.kind != EQUAL:
@@ -207,9 +262,9 @@ def run_case(c: Case, path: str, jit: bool = False) -> Outcome:
 def _compare(expected: _Run, got: _Run, path: str, label: str, compare_printed: bool = True) -> Outcome:
     """The outcome of one input: the eager run `expected` against the graph run `got`."""
     if expected.hung:
-        return Outcome(CORPUS, f"{label}: eager does not finish within {SECONDS_PER_CALL} s")
+        return Outcome(CORPUS, f"{label}: eager does not finish in time")
     if got.hung:
-        return Outcome(HANG, f"{label}: no result within {SECONDS_PER_CALL} s (eager finishes)")
+        return Outcome(HANG, f"{label}: no result in time (eager finishes)")
     if got.error is not None:
         clear = names_program_line(got.error, path)
         if expected.error is not None and (names_program_line(got.error, path, notes=True)
@@ -223,6 +278,7 @@ def _compare(expected: _Run, got: _Run, path: str, label: str, compare_printed: 
         why = (difference(expected.result, got.result)
                or difference(list(expected.args), list(got.args), "arguments after")
                or difference(expected.globals_set, got.globals_set, "globals set")
+               or _gradient_difference(expected, got)
                or (None if expected.printed == got.printed or not compare_printed else
                    f"printed: eager {expected.printed!r}, graph {got.printed!r}"))
     except Exception as e:  # a graph value that leaked out of its trace cannot even be read
