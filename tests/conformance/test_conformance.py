@@ -80,3 +80,15 @@ def test_harness_classifies_a_wrong_value_an_internal_error_and_a_refusal():
     assert run(_fails_inside).kind == harness.INTERNAL
     assert run(_refuses_at_line).kind == harness.REFUSAL
     assert run(lambda x: x + 2).kind == harness.EQUAL
+
+
+def test_harness_compares_gradients():
+    def run(eager_side, graph_side):
+        scope = {}
+        expected = harness._call(eager_side, A(torch.tensor([1.0, 2.0])), scope, {})
+        return harness._compare(expected, harness._call(graph_side, A(torch.tensor([1.0, 2.0])), scope, {}),
+                                __file__, "input 0")
+
+    same_value_other_gradient = run(lambda x: x * 2, lambda x: x.detach() * 2 + x * 0)
+    assert same_value_other_gradient.kind == harness.WRONG and "gradients" in same_value_other_gradient.detail
+    assert run(lambda x: x * 2, lambda x: x + x).kind == harness.EQUAL
