@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow docs bench bench-tf-setup bench-tf fuzz clean cpp-demo
+.PHONY: demo test test-slow conformance docs bench bench-tf-setup bench-tf fuzz clean cpp-demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ test: $(STAMP)
 # The long randomised runs (10,000 programs each, 10,000 retraces): about 15 minutes on 2 cores.
 test-slow: $(STAMP)
 	$(PY) -m pytest tests -m slow -s
+
+# The whole conformance corpus (tests/conformance: ported TensorFlow AutoGraph, MindSpore and pytorch/examples
+# programs), eagerly and through ta.function, jit_compile=True included: the table per source and outcome.
+# About 3 minutes on 2 cores; `make test` runs its fast subset.
+conformance: $(STAMP)
+	$(PY) tests/conformance/run_conformance.py
 
 # The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link, anchor or API reference fails it.
 docs: $(STAMP)

@@ -150,3 +150,39 @@ def test_a_graph_with_a_derived_size_compiles_whole_for_every_size():
         x = torch.randn(n, 8)
         torch.testing.assert_close(J(x), f(x))
     assert "mul_1 = 2 * x_size0" in J.concrete_functions[0].graph.python_source  # the fx code, one graph
+
+
+def _merged_number(x):
+    # From TensorFlow AutoGraph's reference test basic_ifexp_test.consecutive_conds: the else branch gives the
+    # Python number 1, merged with the tensor of the other branch.
+    if x > 0:
+        x = -x if x < 5 else x
+    else:
+        x = -2 * x if x < 5 else 1
+    return x
+
+
+def _number_rebound(x):
+    if x > 0:
+        y = 1
+    else:
+        y = x * 1
+    z = y
+    y -= 4  # a Python number on one path (rebinds y; z keeps 1), a tensor on the other (updates z too)
+    return y, z
+
+
+@pytest.mark.parametrize("fn", [_merged_number, _number_rebound])
+def test_numbers_a_tensor_if_merged_run_as_python_between_regions(fn):
+    # They look up at every call which tensors stand for Python numbers: torch.fx cannot trace that (it was an
+    # internal error, `UncapturedHigherOrderOpError` / "'Augmented' object has no attribute '__name__'").
+    compiled = ta.function(fn, jit_compile=True)
+    for x in (torch.tensor(1), torch.tensor(-1), torch.tensor(7)):
+        expected = fn(x.clone())
+        got = compiled(x.clone())
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got = got if isinstance(got, tuple) else (got,)
+        for e, g in zip(expected, got):
+            assert torch.equal(g, torch.as_tensor(e)) and g.dtype == torch.int64, (x, expected, got)
+    with pytest.raises(ta.errors.GraphLoweringError, match=r"test_regions.py\", line \d+.*\n.*\nFix:"):
+        ta.function(fn).get_concrete_function(torch.tensor(1)).to_fx()

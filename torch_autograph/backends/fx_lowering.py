@@ -131,6 +131,11 @@ class _Lowering:
                                      "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
                                      "jit_compile=True compiles the regions around such calls; to export, move the "
                                      "call out of the function")
+            if op.reads_python_state:
+                raise lowering_error(node, "it keeps Python's meaning of a number that a tensor `if` merged with a "
+                                     "tensor, looked up in Python at every call, which torch.fx cannot trace",
+                                     "jit_compile=True runs it as Python between compiled regions; to export, "
+                                     "make the value a tensor in both branches")
             if op.runs_autograd and op.stateful:
                 raise lowering_error(node, "it runs autograd and accumulates into `.grad` of tensors it does not "
                                      "take as arguments, which a compiled graph cannot do",

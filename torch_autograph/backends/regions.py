@@ -35,7 +35,9 @@ Python on the regions' outputs and differentiates through their AOT autograd
 backward graphs; not a node that runs Python at every call
 (`Effect.RUNS_PYTHON` in `op.effects`: the staged training-step calls
 `optimizer.step()`, `optimizer.zero_grad()`, `scheduler.step()`,
-`model.train()`, and `ta.py_function`, `ta.print`). Such staged calls are
+`model.train()`, and `ta.py_function`, `ta.print`); not a node whose target
+looks up Python state at every call (`op.reads_python_state`: the numbers a
+tensor `if` merged with a tensor, tracing/promoted.py). Such staged calls are
 never folded into a region nor traced by torch.fx: they run as Python between
 the compiled regions, in program order, reading and updating the same
 parameters and `.grad` tensors as in eager PyTorch. A training step
@@ -129,7 +131,7 @@ def lowerable(node: Node, size_input: Callable[[Value], bool] = lambda v: False)
 
     It reads tensors, and numbers for which `size_input` is true (sizes the region recomputes itself)."""
     op = node.op
-    if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON:
+    if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON or op.reads_python_state:
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
         all(v.kind is ValueKind.TENSOR or size_input(v) for v in node.input_values())

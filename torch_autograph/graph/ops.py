@@ -97,6 +97,16 @@ class Op:
         """Whether the node has an effect: never pruned, never merged, run in program order."""
         return self.effects is not Effect.NONE
 
+    @property
+    def reads_python_state(self) -> bool:
+        """Whether the target reads Python state kept between calls (its own `reads_python_state` attribute).
+
+        The ops that keep Python's meaning of a number a tensor `if` merged with a tensor look up, when they
+        run, which tensors stand for such numbers: torch.fx cannot trace that lookup, so `jit_compile=True`
+        runs them as Python between its compiled regions.
+        """
+        return getattr(self.target, "reads_python_state", False)
+
 
 @dataclass(frozen=True, eq=False)
 class CondOp:

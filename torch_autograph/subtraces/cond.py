@@ -38,6 +38,8 @@ def _unset_in(branch: Branch, like: Value) -> Any:
     """A stand-in of `like`'s type for a value that will never be read."""
     if like.kind is ValueKind.SCALAR:
         return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
+    if like.kind is ValueKind.LIST:
+        return branch.record(lambda: branch.state.to_value(lists.empty_like(like)))
     # A size made from the inputs' sizes is readable everywhere; another size known only when the graph runs
     # may come from the other branch, which this one cannot read: 0.
     shape = tuple(0 if lists.input_size(d) is None else d for d in like.shape)
@@ -146,6 +148,11 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     elif _number_dtype(vb, kb) == torch.int64 and _number_dtype(va, ka) == torch.float64:
         vb = _as_float(fb, b, vb)
     promoted = promoted or _maybe_number(a) or _maybe_number(b)
+    # A list one branch sets and the other never reads (`return v` from a loop over a tensor): an empty one there.
+    if va is None and lists.is_list_value(vb):
+        va = _unset_in(tb, vb)
+    if vb is None and lists.is_list_value(va):
+        vb = _unset_in(fb, va)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
         dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)

@@ -291,6 +291,11 @@ def new_list(items: list, like: list = ()) -> GraphList:
     return _as_list(_record(list_new, "list", tuple(items), meta, writes=False))
 
 
+def empty_like(v: Value) -> GraphList:
+    """An empty graph list whose elements would be like those of graph list `v` (a stand-in never read)."""
+    return _as_list(_record(list_new, "list", (), _list_meta(v.dtype, v.shape, v.device), writes=False))
+
+
 def list_from_rows(t: torch.Tensor) -> list:
     return list(t.unbind(0))
 

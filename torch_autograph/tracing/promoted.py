@@ -41,6 +41,9 @@ def promote_number(n: Any, dtype: torch.dtype, device: Any) -> torch.Tensor:
     return _remember(torch.tensor(n, dtype=dtype, device=device))
 
 
+promote_number.reads_python_state = True  # `Op.reads_python_state`: it writes the run-time record above
+
+
 _AUGMENTED = {
     "__iadd__": (operator.add, "add_"), "__isub__": (operator.sub, "sub_"), "__imul__": (operator.mul, "mul_"),
     "__itruediv__": (operator.truediv, "div_"), "__ifloordiv__": (operator.floordiv, "floor_divide_"),
@@ -54,6 +57,8 @@ AUGMENTED_METHODS = {dunder: method for dunder, (_, method) in _AUGMENTED.items(
 
 class Augmented:
     """Run-time `a op= b` where `a` may stand for a Python number: rebinds it then, else updates in place."""
+
+    reads_python_state = True  # `Op.reads_python_state`
 
     def __init__(self, dunder: str) -> None:
         self.dunder = dunder
@@ -70,6 +75,8 @@ class Augmented:
 
 class NumberOp:
     """Run-time `fn(*args)` whose result is a Python number in eager code when its tensor arguments are."""
+
+    reads_python_state = True  # `Op.reads_python_state`
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
