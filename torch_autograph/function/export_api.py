@@ -12,10 +12,11 @@ def export(f: Callable | Function, *example_args: Any, input_signature: Any = No
 
     Args:
         f: a `ta.function`, or a plain callable (decorated here, with `input_signature`).
-        example_args, example_kwargs: the arguments to trace with (tensors or `ta.TensorSpec`s); none for a
+        *example_args: the positional arguments to trace with (tensors or `ta.TensorSpec`s); none for a
             function with an input_signature. Tensors fix their shapes, as a call would; a TensorSpec's None
             dims (or the signature's) become `torch.export.Dim`s.
         input_signature: for a plain callable, the signature to decorate it with.
+        **example_kwargs: the keyword arguments to trace with, as `example_args`.
 
     Returns:
         The `torch.export.ExportedProgram` (see `ConcreteFunction.export`).
