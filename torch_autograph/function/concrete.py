@@ -69,9 +69,28 @@ class ConcreteFunction:
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return self.call_bound(bind_arguments(self._signature, args, kwargs, self.name))
+            return self.call_bound(self._bind_call(args, kwargs))
         except Exception as e:
             raise strip_internal_frames(e)
+
+    def _bind_call(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Bind a call; the literals it was traced with may be left out, as in TensorFlow (`square(t)` for
+        `pow.get_concrete_function(a=spec, b=2)`), and a literal passed again must equal the traced one."""
+        try:
+            return bind_arguments(self._signature, args, kwargs, self.name)
+        except TypeError:
+            params = self._signature.parameters.values()
+            literals = {p.name: self.arg_types[p.name].value for p in params
+                        if isinstance(self.arg_types.get(p.name), Literal) and p.name not in kwargs
+                        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            if not literals:
+                raise
+            reduced = self._signature.replace(parameters=[p for p in params if p.name not in literals])
+            try:
+                bound = bind_arguments(reduced, args, kwargs, self.name)
+            except TypeError as e:
+                raise TypeError(f"{e} (the literals it was traced with, {literals}, may be left out)") from None
+            return {p.name: literals[p.name] if p.name in literals else bound[p.name] for p in params}
 
     def call_bound(self, bound: dict[str, Any], checked: bool = False) -> Any:
         flat = self.flat_inputs(bound)
