@@ -24,9 +24,11 @@ from typing import Any
 
 from .function import ConcreteFunction, Function
 from .function.function import BoundFunction
+from .function.tracebacks import user_facing
 from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
 
 
+@user_facing
 def graph(f: Function | ConcreteFunction | BoundFunction, logdir: str | os.PathLike) -> str:
     """Write the graph of `f` (each of its traces, for a Function) to a new event file in `logdir`.
 

@@ -21,7 +21,7 @@ from ..tracing.tensor import GraphTensor
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
 from .signatures import Literal, Structure
-from .tracebacks import strip_internal_frames
+from .tracebacks import strip_internal_frames, user_facing
 
 _trace_ids = itertools.count(1)
 _any_autocast = torch._C._is_any_autocast_enabled
@@ -183,6 +183,7 @@ class ConcreteFunction:
         """
         return to_fx(self.graph)
 
+    @user_facing
     def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
         """The graph as a `torch.export.ExportedProgram`: `cond` as `torch.cond`, loops as `torch.while_loop`,
         asserts as `torch._assert_async`, captured tensors as parameters and buffers (updated ones mutated),
@@ -202,10 +203,7 @@ class ConcreteFunction:
         example = None
         if example_args or example_kwargs:
             example = self.flat_inputs(bind_arguments(self._signature, example_args, example_kwargs, self.name))
-        try:
-            return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
-        except Exception as e:
-            raise strip_internal_frames(e)
+        return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
 
     # ----- inspection ---------------------------------------------------------------
     @property

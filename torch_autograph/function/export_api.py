@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .function import BoundFunction, Function
+from .tracebacks import user_facing
 
 
+@user_facing
 def export(f: Callable | Function, *example_args: Any, input_signature: Any = None, **example_kwargs: Any) -> Any:
     """Trace `f` and export its graph: `ta.function(f).get_concrete_function(...).export(...)` in one call.
 

@@ -95,6 +95,9 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
         try:
             result = target(*args, **kwargs)
         except Exception as e:
+            ours = messages.data_dependent_error(e, name)
+            if ours is not None:
+                raise ours from None  # torch's text names its own internals and a debugging doc
             add_user_frames(e)
             raise
         result = finish_outputs(state, graph, result)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..function.tracebacks import user_facing
 from . import specs
 
 
@@ -32,6 +33,7 @@ class LoadedFunction:
         self.name = name
         self._entries = entries
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for entry in self._entries:
             try:
@@ -130,6 +132,7 @@ class Loaded:
             if name != "__call__":
                 _place(self, name, fn)
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._call is None:
             raise TypeError("the loaded object is not callable: the saved object was not a ta.function (its "
@@ -138,6 +141,7 @@ class Loaded:
         return self._call(*args, **kwargs)
 
 
+@user_facing
 def load(export_dir: str | os.PathLike, aoti: bool = False) -> Loaded:
     """Load what `ta.saved_model.save` wrote; `aoti=True` runs the AOTInductor packages (saved with aot_compile)."""
     export_dir = os.fspath(export_dir)
