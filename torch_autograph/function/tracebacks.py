@@ -17,9 +17,8 @@ import traceback
 from types import TracebackType
 from typing import Any, Callable, TypeVar
 
-from ..errors import TorchAutographError
-
 from ..config import _config
+from ..errors import TorchAutographError
 from ..tracing import locations
 
 
