@@ -35,7 +35,7 @@ conformance: $(STAMP)
 
 # The documentation site (docs/, mkdocs.yml) into site/; strict: a broken link, anchor or API reference fails it.
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 # torchvision (the bench extra) without its torch pin, so the CPU build of torch stays.
 bench: $(STAMP)

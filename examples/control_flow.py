@@ -81,7 +81,7 @@ def main():
         want.sum().backward()
         torch.testing.assert_close(out, want)
         torch.testing.assert_close(graph_grad, x.grad)  # gradients follow the path taken
-    print(e.get_concrete_function(x, torch.tensor(4)).graph.python_source)
+    # e.get_concrete_function(x, torch.tensor(4)).graph.python_source is the Python this graph runs as.
     print("control_flow OK: results and gradients match eager")
 
 

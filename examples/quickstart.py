@@ -34,8 +34,8 @@ cf = predict.get_concrete_function(ta.TensorSpec([None, 4], torch.float32))
 torch.testing.assert_close(cf(torch.randn(7, 4) * 0 + x3[:1]), eager(x3[:1].expand(7, 4)))
 print(cf.graph)  # readable SSA: dtype/shape per value and the user line per node
 print(cf.graph.python_source)  # the Python the default backend generated
-print(cf)  # signature, outputs, captures
-print(predict.pretty_printed_concrete_signatures())
+# print(cf) lists this trace's signature, outputs and captures; predict.pretty_printed_concrete_signatures()
+# does so for every trace.
 for event in predict.trace_history():  # why each trace happened
     print(event)
 

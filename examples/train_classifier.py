@@ -70,7 +70,6 @@ def main():
     assert steps.numpy() == STEPS and eager_steps.numpy() == 20
     assert graph_step.experimental_get_tracing_count() == 1
     full_acc = (model(features).argmax(-1) == labels).float().mean().item()
-    print(graph_step.get_concrete_function(x, y).graph.python_source.splitlines()[0])
     print(f"train_classifier OK: loss {first:.3f} -> {last:.3f}, accuracy {full_acc:.3f}, "
           f"{steps.numpy()} steps, first 20 steps match eager")
 

@@ -14,6 +14,7 @@ from torch_autograph.tracing.spec import TensorSpec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "cli_sample.py")
+METHODS = os.path.join(HERE, "cli_methods_sample.py")
 ROOT = os.path.dirname(HERE)
 
 
@@ -67,15 +68,64 @@ def test_explain_runs_the_script_and_lists_traces_with_reasons(capsys):
 
 def test_errors_name_the_problem(capsys):
     status, _, err = _run(capsys, "graph", f"{SAMPLE}:nope", "--signature", "float32[2]")
-    assert status == 1 and "the file defines no 'nope' at its top level (it has: plain, step)" in err
+    assert status == 2 and "the file defines no 'nope' at its top level (it has: plain, step)" in err
     status, _, err = _run(capsys, "graph", f"{SAMPLE}:plain")
-    assert status == 1 and "has no input_signature: give one with --signature" in err
+    assert status == 2 and "has no input_signature: give one with --signature" in err
     status, _, err = _run(capsys, "graph", f"{SAMPLE}:plain", "--signature", "floot[3]")
-    assert status == 1 and "'floot' in 'floot[3]' is not a torch dtype" in err
+    assert status == 2 and "'floot' in 'floot[3]' is not a torch dtype" in err
     status, _, err = _run(capsys, "explain", f"{SAMPLE}:plain")
-    assert status == 1 and "is not a ta.function (function)" in err
+    assert status == 2 and "is not a ta.function (function)" in err
     status, _, err = _run(capsys, "code", "missing.py:f")
-    assert status == 1 and "no such file: missing.py" in err
+    assert status == 2 and "no such file: missing.py" in err
+
+
+def test_a_method_of_a_class_is_traced_on_a_default_constructed_instance(capsys):
+    # The form --help shows: FILE.py:Model.forward, a method, needs its instance.
+    status, out, err = _run(capsys, "graph", f"{METHODS}:Model.forward", "--signature", "float32[2, 3]")
+    assert status == 0, err
+    assert out.startswith("graph forward(x: float32[2, 3] cpu) {") and "cond(" in out
+    assert "traced on Model(), a default-constructed instance" in err
+    status, out, _ = _run(capsys, "graph", f"{METHODS}:Model.helper", "--signature", "float32[2]")
+    assert status == 0 and out.startswith("graph helper(x: float32[2] cpu) {")  # a staticmethod: no instance
+    status, out, _ = _run(capsys, "code", f"{METHODS}:Model.forward")
+    assert status == 0 and "ag__.if_stmt(" in out
+
+
+def test_a_method_of_a_class_that_needs_arguments_says_how_to_pass_an_instance(capsys):
+    status, out, err = _run(capsys, "graph", f"{METHODS}:NeedsArgs.forward", "--signature", "float32[2, 3]")
+    assert status == 2 and out == ""
+    assert "NeedsArgs.forward is a method" in err and "missing a required argument: 'width'" in err
+    assert f"model = NeedsArgs(...)" in err and f"{METHODS}:model.forward" in err
+    assert "Traceback" not in err
+
+
+def _one_paragraph(err: str) -> None:
+    assert "Traceback" not in err and "\n\n" not in err.strip(), err
+    assert err.startswith("torch-autograph "), err
+    assert len(err.strip().splitlines()) <= 12, err
+
+
+def test_errors_of_the_traced_code_are_one_paragraph_with_the_users_line_and_status_2(capsys):
+    status, _, err = _run(capsys, "graph", f"{METHODS}:shape_error", "--signature", "float32[2, 3]")
+    assert status == 2
+    _one_paragraph(err)
+    assert "torch-autograph graph: error:" in err and "must have same reduction dim" in err
+    assert f"{METHODS}:33" in err  # the user's line, from the "in user code" frames
+    status, _, err = _run(capsys, "graph", f"{METHODS}:small", "--signature", "float32[2]")
+    assert status == 2 and "can not be cast" in err
+    _one_paragraph(err)
+
+
+def test_a_user_error_from_python_dash_m_exits_2_without_a_traceback():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-m", "torch_autograph", "graph", f"{METHODS}:shape_error",
+                           "--signature", "float32[2, 3]"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    _one_paragraph(done.stderr)
+    done = subprocess.run([sys.executable, "-m", "torch_autograph", "graph", f"{METHODS}:shape_error",
+                           "--signature", "float32[2, 3]", "--traceback"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "Traceback (most recent call last)" in done.stderr  # on request
 
 
 def test_signatures_read_tensors_devices_and_literals():

@@ -9,11 +9,20 @@ import torch
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
+# What `make demo` may print per example: a screenful.
+SCREENFUL = 50
+
+
 @pytest.mark.parametrize("name", ["quickstart.py", "control_flow.py", "train_classifier.py"])
 def test_example_runs(name, capsys):
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
-    out = capsys.readouterr().out
-    assert "OK" in out
+    captured = capsys.readouterr()
+    assert "OK" in captured.out
+    assert len(captured.out.splitlines()) <= SCREENFUL, captured.out
+    assert captured.err == "", captured.err
+    lines = captured.out.splitlines()
+    for i, line in enumerate(lines):  # a generated-code header comes with its code, never alone
+        assert not line.startswith("# graph ") or lines[i + 1].startswith("def "), line
 
 
 def _train_gpt():
@@ -43,6 +52,7 @@ def test_train_gpt_quick_demo_prints_ok(capsys):
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
     assert "OK" in out and "the first 20 steps match eager" in out
+    assert len(out.splitlines()) <= SCREENFUL, out
 
 
 def test_train_ddp_under_torchrun_two_processes():

@@ -10,7 +10,10 @@ Decorated functions are traced once per input signature into a graph that
 runs on PyTorch (CPU and CUDA) with gradients through torch.autograd.
 """
 
-from . import autograph, config, errors, nest, onnx, saved_model, staging, summary
+import importlib
+from typing import Any
+
+from . import autograph, config, errors, nest, staging
 from .function import ConcreteFunction, Function, TraceEvent, function
 from .function.export_api import export
 from .state import optimizers
@@ -53,3 +56,19 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# Imported on first use: they bring the export path (exporting/, torch.export's own modules), which a program
+# that only calls functions never needs; at import they were most of what `import torch_autograph` cost.
+_ON_FIRST_USE = ("onnx", "saved_model", "summary")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ON_FIRST_USE:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'torch_autograph' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ON_FIRST_USE))

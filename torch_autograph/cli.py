@@ -5,12 +5,15 @@
     torch-autograph graph model.py:step --signature "float32[8, 3]" --svg step.svg
     torch-autograph explain train.py:step -- --epochs 2     # run the script; every trace of step and why
 
-`FILE.py:NAME` names a function, a `ta.function`, a callable object or a method (`Model.forward`,
-`model.forward`) defined at the top level of FILE. `code` and `graph` import FILE without running its
+`FILE.py:NAME` names a function, a `ta.function`, a callable object or a method defined at the top level
+of FILE: `model.forward` for an instance FILE defines, `Model.forward` for one made as `Model()`. `code` and `graph` import FILE without running its
 `if __name__ == "__main__":` block; `explain` runs FILE as a script (with the arguments after `--`).
 A signature lists one entry per argument: a tensor as `dtype[dims]` (a dim is a number or None, e.g.
 `float32[None, 3]`, `int64[]` for a scalar tensor, an optional `@cuda` device) or a Python literal
 (`2`, `True`, `'mean'`).
+
+Errors (of the command line, of the file, of tracing it) print as one paragraph with the user's line and
+exit with status 2; `--traceback` shows the whole traceback.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import inspect
 import os
 import re
 import runpy
 import sys
+import traceback
 from typing import Any, Callable, Sequence
 
 import torch
@@ -29,6 +34,8 @@ import torch
 from .autograph import to_code
 from .function import Function, function
 from .function.function import BoundFunction
+from .function.tracebacks import map_origin
+from .tracing import locations
 from .tracing.spec import TensorSpec
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*(?:@\s*([A-Za-z0-9:_]+))?\s*$")
@@ -38,28 +45,65 @@ class CommandError(Exception):
     """A problem with what the command line asked for; printed without a traceback."""
 
 
+# How many lines of an error's message the one paragraph shows.
+_ERROR_LINES = 10
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 done, 1 the command failed, 2 bad usage)."""
+    """Run the command line; returns the exit status (0 done, 2 an error of the user's: usage, file, trace)."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
     except CommandError as e:
         print(f"torch-autograph {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        return 2
+    except Exception as e:  # the user's file or its trace failed: the library's message, at the user's line
+        if args.traceback:
+            traceback.print_exc()
+        else:
+            print(_one_paragraph(args.command, e), file=sys.stderr)
+        return 2
+
+
+def _one_paragraph(command: str, e: BaseException) -> str:
+    """`e` as a few lines without a traceback: its type and message, and the user's innermost line."""
+    lines = [line for line in str(e).splitlines() if line.strip()] or [""]
+    if len(lines) > _ERROR_LINES:
+        lines = lines[:_ERROR_LINES] + ["  ..."]
+    where = _user_line(e)
+    if where and where not in str(e):
+        lines.append(f"  at {where}")
+    lines.append("  (--traceback shows the whole traceback)")
+    return f"torch-autograph {command}: error: {type(e).__name__}: " + "\n".join(lines)
+
+
+def _user_line(e: BaseException) -> str | None:
+    """The innermost line of user code `e` went through (generated code mapped back), as FILE:LINE."""
+    found = None
+    for f in traceback.extract_tb(e.__traceback__):
+        loc = map_origin(f.filename, f.lineno)
+        if loc is not None:
+            found = f"{loc.filename}:{loc.lineno}"
+        elif not locations.is_library_file(f.filename) and f.filename != __file__:
+            found = f"{f.filename}:{f.lineno}"
+    return found
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="torch-autograph", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", help="on an error, print the whole traceback")
     sub = p.add_subparsers(dest="command", required=True)
-    code = sub.add_parser("code", help="the converted source of a function")
+    code = sub.add_parser("code", help="the converted source of a function", parents=[common])
     code.add_argument("target", help="FILE.py:NAME")
     code.add_argument("--dual-path", action="store_true",
                       help="the code that executes: each statement also keeps its plain-Python path")
     code.set_defaults(run=_code)
-    graph = sub.add_parser("graph", help="the graph a function traces to, for a signature")
+    graph = sub.add_parser("graph", help="the graph a function traces to, for a signature",
+                           parents=[common])
     graph.add_argument("target", help="FILE.py:NAME")
     graph.add_argument("--signature", help='e.g. "float32[None, 3], int64[]" (default: the input_signature)')
     out = graph.add_mutually_exclusive_group()
@@ -67,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--svg", metavar="PATH", help="draw the graph to PATH with Graphviz's dot")
     out.add_argument("--python", action="store_true", help="print the Python the graph runs as")
     graph.set_defaults(run=_graph)
-    explain = sub.add_parser("explain", help="run a script, then list every trace of a function and why")
+    explain = sub.add_parser("explain", help="run a script, then list every trace of a function and why",
+                             parents=[common])
     explain.add_argument("target", help="FILE.py:NAME (a ta.function the script calls)")
     explain.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script, after --")
     explain.set_defaults(run=_explain)
@@ -205,6 +250,9 @@ def _lookup(namespace: dict[str, Any], name: str, target: str) -> Any:
         raise CommandError(f"{target}: the file defines no {head!r} at its top level"
                            + (f" (it has: {', '.join(found[:12])})" if found else ""))
     obj = namespace[head]
+    if inspect.isclass(obj) and rest and not isinstance(inspect.getattr_static(obj, rest[0], None),
+                                                        (staticmethod, classmethod, type)):
+        obj = _default_instance(obj, head, rest, target)
     for part in rest:
         try:
             obj = getattr(obj, part)
@@ -213,3 +261,24 @@ def _lookup(namespace: dict[str, Any], name: str, target: str) -> Any:
     if not callable(obj):
         raise CommandError(f"{target} is a {type(obj).__name__}, not a function")
     return obj
+
+
+def _default_instance(cls: type, head: str, rest: list[str], target: str) -> Any:
+    """`Model.forward` is a method: it is traced on `Model()`, or the message says how to name an instance."""
+    path = target.rpartition(":")[0]
+    how = (f"define one at the top level of {path} (e.g. `model = {head}(...)`) and name it: "
+           f"{path}:model.{'.'.join(rest)}")
+    try:
+        inspect.signature(cls).bind()
+    except TypeError as e:
+        raise CommandError(f"{target} is a method: it needs an instance of {head}, and {head}() cannot make one "
+                           f"({e}); {how}") from None
+    except ValueError:
+        pass  # no signature to check (a builtin base): try the call
+    try:
+        instance = cls()
+    except Exception as e:
+        raise CommandError(f"{target} is a method: it needs an instance of {head}, and {head}() failed "
+                           f"({type(e).__name__}: {e}); {how}") from None
+    print(f"torch-autograph: {target} traced on {head}(), a default-constructed instance", file=sys.stderr)
+    return instance

@@ -29,6 +29,7 @@ import torch
 from .errors import TorchAutographError
 from .function import ConcreteFunction, Function
 from .function.function import BoundFunction
+from .function.tracebacks import user_facing
 from .graph import CheckOp, walk_nodes
 
 
@@ -40,6 +41,7 @@ class OnnxMismatchError(TorchAutographError):
     """
 
 
+@user_facing
 def export(f: Any, path: str | os.PathLike | None = None, *example_args: Any, verify: bool = True,
            rtol: float = 1e-4, atol: float = 1e-5) -> Any:
     """Export `f` (a ta.function with an input_signature, or a ConcreteFunction) to ONNX.

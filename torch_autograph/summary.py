@@ -12,6 +12,9 @@ TensorBoard draws as one box to expand; the node itself takes the outputs
 of the sub-graphs as inputs, and in a `while` each loop variable is a node
 (`while/loop_vars/i`) fed by the while node and by the body. A Function with
 several traces gives one scope per trace (named like `__inference_f_3`).
+Ops run by an `nn.Module` sit in its name scope, nested like the modules
+(`GPT/blocks/0/attn/linear`: `Node.scope` with `.` as `/`), collapsible in
+TensorBoard like a `cond`.
 
 Writing needs the `tensorboard` package (`pip install tensorboard`), loaded
 only when called.
@@ -24,9 +27,11 @@ from typing import Any
 
 from .function import ConcreteFunction, Function
 from .function.function import BoundFunction
+from .function.tracebacks import user_facing
 from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
 
 
+@user_facing
 def graph(f: Function | ConcreteFunction | BoundFunction, logdir: str | os.PathLike) -> str:
     """Write the graph of `f` (each of its traces, for a Function) to a new event file in `logdir`.
 
@@ -133,12 +138,13 @@ class _GraphDefWriter:
                 found.append(src)
         return found
 
-    def nodes(self, scope: str, nodes: list[Node]) -> None:
+    def nodes(self, scope: str, nodes: list[Node], outer: str | None = None) -> None:
         for node in nodes:
+            here = scope + _module_scope(node.scope, outer)
             if node.op.kind is OpKind.CONTROL and node.subgraphs:
-                self.control(scope, node)
+                self.control(here, node)
             else:
-                name = self.unique(scope + (node.outputs[0].name if node.outputs else node.op.name))
+                name = self.unique(here + (node.outputs[0].name if node.outputs else node.op.name))
                 extra = {"message": node.op.target.message} if isinstance(node.op.target, CheckOp) else None
                 self.add(name, node.op.name, self.inputs_of((node.args, node.kwargs)), node.outputs, node, extra)
 
@@ -153,7 +159,7 @@ class _GraphDefWriter:
         fed_back: dict[int, str] = {}
         for k, sub in enumerate(node.subgraphs):
             label = branch_names[k] if k < len(branch_names) else sub.name
-            self.nodes(f"{inner}{label}/", sub.nodes)
+            self.nodes(f"{inner}{label}/", sub.nodes, outer=node.scope)
             if loop_vars and k == 1:
                 fed_back = {id(v): self.source[id(o)] for v, o in zip(loop_vars, sub.outputs)
                             if isinstance(o, Value) and id(o) in self.source}
@@ -164,6 +170,15 @@ class _GraphDefWriter:
             self.add(self.source[id(v)], "LoopVariable", [name] + ([fed_back[id(v)]] if id(v) in fed_back else []),
                      (v,), None)
         self.add(name, node.op.name, inputs, node.outputs, node)
+
+
+def _module_scope(scope: str | None, outer: str | None) -> str:
+    """The name scope of a module path inside the scope of the control node around it: `GPT/blocks/0/`."""
+    if scope is None or scope == outer:
+        return ""
+    if outer is not None and scope.startswith(outer + "."):
+        scope = scope[len(outer) + 1:]
+    return scope.replace(".", "/") + "/"
 
 
 def _shape(v: Value) -> Any:

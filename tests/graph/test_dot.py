@@ -82,7 +82,7 @@ def test_straight_line_graph_one_node_per_op_with_type_and_line():
     linear, relu, mul, ret = dot.one("linear"), dot.one("relu"), dot.one("mul"), dot.one("return")
     assert {(s, t) for s, t, _ in dot.edges} == {(x, linear), (w, linear), (b, linear), (linear, relu),
                                                   (relu, mul), (mul, ret)}
-    assert dot.clusters == []
+    assert dot.clusters == [("Linear", [], [linear])]  # the module that ran the op
 
 
 def _branch(x):
@@ -157,3 +157,97 @@ def test_render_writes_svg_and_png_with_dot(tmp_path):
     assert svg == str(tmp_path / "loop.svg") and "<svg" in text and "loop var x_1" in text
     graph.render(tmp_path / "loop.out", format="png")
     assert (tmp_path / "loop.out").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = torch.nn.Linear(4, 4)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    def forward(self, x):
+        return self.mlp(self.attn(x)) + x
+
+
+class _Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Block(), _Block()])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x.sum()
+
+
+_net = _Net()
+
+
+def test_nodes_are_grouped_in_one_cluster_per_module_path():
+    dot = parse(ta.function(lambda x: _net(x)).get_concrete_function(ta.TensorSpec([2, 4])).graph.to_dot())
+    labels = {label: parents for label, parents, _ in dot.clusters}
+    assert labels["_Net"] == []
+    assert labels["_Net.layers.0"] == labels["_Net.layers.1"] == ["_Net"]
+    assert labels["_Net.layers.0.attn"] == ["_Net", "_Net.layers.0"]
+    assert labels["_Net.layers.1.mlp.0"] == ["_Net", "_Net.layers.1", "_Net.layers.1.mlp"] or \
+        labels["_Net.layers.1.mlp.0"] == ["_Net", "_Net.layers.1"]
+    _, attn = dot.cluster("_Net.layers.0.attn")
+    assert [dot.nodes[n][0][0] for n in attn] == ["linear"]
+    _, block = dot.cluster("_Net.layers.1")
+    assert "add" in [dot.nodes[n][0][0] for n in block]  # the residual, in the block's own cluster
+    _, net = dot.cluster("_Net")
+    assert dot.one("sum") in net and dot.one("x") not in net  # inputs stay outside
+    (linear_0,) = attn
+    assert dot.edge(dot.one("x"), linear_0) == ""  # edges still join across clusters
+
+
+lin8 = torch.nn.Linear(3, 3)
+
+
+def _loop_with_weights(x, n):
+    i = 0
+    while i < n:
+        x = torch.tanh(lin8(x))
+        i += 1
+    return lin8(x)
+
+
+def test_a_capture_is_drawn_once_in_each_sub_graph_that_uses_it():
+    cf = ta.function(_loop_with_weights).get_concrete_function(ta.TensorSpec([3]), torch.tensor(2))
+    dot = parse(cf.graph.to_dot())
+    weights = dot.ids("linear_weight")
+    assert len(weights) == 2  # the outer graph's, and the loop body's own
+    _, body = dot.cluster("body")
+    (inner,) = [w for w in weights if w in body]
+    (outer,) = [w for w in weights if w != inner]
+    loop = dot.one("while")
+    assert dot.edge(outer, loop) is None and dot.edge(inner, loop) is None  # no edge into the while node
+    linears = dot.ids("linear")
+    (in_body,) = [n for n in linears if n in body]
+    (after,) = [n for n in linears if n not in body]
+    assert dot.edge(inner, in_body) == "" and dot.edge(outer, in_body) is None
+    assert dot.edge(outer, after) == ""
+
+
+def _identity_branch(x):
+    if x.sum() > 0:
+        x = x * 2
+    return x
+
+
+def test_the_identity_branch_of_an_if_has_its_cluster():
+    dot = parse(ta.function(_identity_branch).get_concrete_function(ta.TensorSpec([3])).graph.to_dot())
+    _, false = dot.cluster("false")
+    (passes,) = false
+    assert dot.nodes[passes][0][0] == "passes on" and dot.nodes[passes][0][1] == "%x"
+    assert dot.edge(dot.one("x"), passes) == "" and "dashed" in dot.edge(passes, dot.one("cond"))
+
+
+def test_every_node_has_its_user_line_size_expressions_too():
+    dot = parse(ta.function(_loop).get_concrete_function(ta.TensorSpec([None]), torch.tensor(4)).graph.to_dot())
+    for node_id, (label, attrs) in dot.nodes.items():
+        if "invhouse" in attrs or "cylinder" in attrs or "ellipse" in attrs or label == ["return"]:
+            continue  # inputs, captures, loop variables, the return
+        assert re.fullmatch(r"test_dot\.py:\d+", label[-1]), label
+    count = dot.one("sym")  # `i += 1` on a Python int: an expression the loop hands on at its own line
+    assert dot.nodes[count][0][-1] == f"test_dot.py:{_loop.__code__.co_firstlineno + 2}"

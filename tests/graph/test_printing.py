@@ -53,7 +53,7 @@ graph _branchy(x: float32[u0, 3] cpu, n: int64[] cpu) {{
     graph body(i: int, y_1: float32[u0, 3] cpu) {{
       %tanh: float32[u0, 3] cpu = torch.tanh(%y_1)  # {at(7)}
       %add: float32[u0, 3] cpu = %tanh + %i         # {at(7)}
-      %sym: int = expr[u1 + 1](%i)
+      %sym: int = expr[u1 + 1](%i)                  # {at(6)}
       return %sym, %add
     }}
   %sum_1: float32[] cpu = %y_2.sum()                                          # {at(9)}

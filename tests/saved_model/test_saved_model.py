@@ -237,3 +237,21 @@ def test_loads_in_a_fresh_process_after_the_defining_module_is_deleted(tmp_path)
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("matched 3")
+
+
+def test_a_loaded_model_prints_its_functions_and_signatures(tmp_path):
+    model = Model()
+    ta.saved_model.save(model, str(tmp_path / "m"))
+    loaded = ta.saved_model.load(str(tmp_path / "m"))
+    text = repr(loaded)
+    assert text.startswith("<loaded saved model>\n")
+    assert "  predict(x: float32[None, 3], n: int64[])" in text.splitlines()
+    assert "  signatures['serving_default'](x: float32[None, 3], n: int64[])" in text.splitlines()
+    assert "object at 0x" not in text
+    assert repr(loaded.predict) == "<loaded ta.function predict: (x: float32[None, 3], n: int64[])>"
+    add = ta.function(lambda x: x + 1)
+    add(torch.ones(2))
+    add(torch.ones(3, dtype=torch.int64))
+    ta.saved_model.save(add, str(tmp_path / "f"))
+    text = repr(ta.saved_model.load(str(tmp_path / "f")))
+    assert "  __call__(x: float32[2])" in text and "  __call__(x: int64[3])" in text

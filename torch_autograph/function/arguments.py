@@ -48,7 +48,7 @@ def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> to
     elif isinstance(value, (int, float, bool, list)):
         try:
             value = torch.tensor(value, dtype=spec.dtype)
-        except (ValueError, TypeError) as e:  # a ragged list, or elements that are not numbers
+        except (ValueError, TypeError, RuntimeError) as e:  # ragged, not numbers, or out of the dtype's range
             raise TypeError(f"{fn_name}: argument {path} expected a tensor matching {spec!r}, got "
                             f"{short_repr(value)}, which is not a tensor: {e}") from None
     if not isinstance(value, torch.Tensor):
@@ -100,16 +100,17 @@ def check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature
         if isinstance(value, TensorSpec):
             t = value
         else:
+            why = ""
             if isinstance(value, np.ndarray):
                 value = torch.from_numpy(value)
             elif isinstance(value, (list, int, float, bool)):
                 try:
                     value = torch.as_tensor(value, dtype=spec.dtype)
-                except (TypeError, ValueError, RuntimeError):
-                    pass
+                except (TypeError, ValueError, RuntimeError) as e:  # e.g. 300 for uint8: out of its range
+                    why = f", which does not convert to {spec.dtype} ({e})"
             if not isinstance(value, torch.Tensor):
                 raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} expected a tensor matching "
-                                f"{spec!r}, received {short_repr(value)}. Signature: {signature}.")
+                                f"{spec!r}, received {short_repr(value)}{why}. Signature: {signature}.")
             t = TensorSpec.from_tensor(value)
         if not sig.is_subtype(TensorSpec(t.shape, t.dtype), TensorSpec(spec.shape, spec.dtype)):
             raise TypeError(f"Binding inputs to {fn_name} failed: argument {name!r} can not be cast: expected "

@@ -21,7 +21,7 @@ from ..tracing.tensor import GraphTensor
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
 from .signatures import Literal, Structure
-from .tracebacks import strip_internal_frames
+from .tracebacks import strip_internal_frames, user_facing
 
 _trace_ids = itertools.count(1)
 _any_autocast = torch._C._is_any_autocast_enabled
@@ -69,9 +69,28 @@ class ConcreteFunction:
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return self.call_bound(bind_arguments(self._signature, args, kwargs, self.name))
+            return self.call_bound(self._bind_call(args, kwargs))
         except Exception as e:
             raise strip_internal_frames(e)
+
+    def _bind_call(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Bind a call; the literals it was traced with may be left out, as in TensorFlow (`square(t)` for
+        `pow.get_concrete_function(a=spec, b=2)`), and a literal passed again must equal the traced one."""
+        try:
+            return bind_arguments(self._signature, args, kwargs, self.name)
+        except TypeError:
+            params = self._signature.parameters.values()
+            literals = {p.name: self.arg_types[p.name].value for p in params
+                        if isinstance(self.arg_types.get(p.name), Literal) and p.name not in kwargs
+                        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            if not literals:
+                raise
+            reduced = self._signature.replace(parameters=[p for p in params if p.name not in literals])
+            try:
+                bound = bind_arguments(reduced, args, kwargs, self.name)
+            except TypeError as e:
+                raise TypeError(f"{e} (the literals it was traced with, {literals}, may be left out)") from None
+            return {p.name: literals[p.name] if p.name in literals else bound[p.name] for p in params}
 
     def call_bound(self, bound: dict[str, Any], checked: bool = False) -> Any:
         flat = self.flat_inputs(bound)
@@ -164,6 +183,7 @@ class ConcreteFunction:
         """
         return to_fx(self.graph)
 
+    @user_facing
     def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
         """The graph as a `torch.export.ExportedProgram`: `cond` as `torch.cond`, loops as `torch.while_loop`,
         asserts as `torch._assert_async`, captured tensors as parameters and buffers (updated ones mutated),
@@ -183,10 +203,7 @@ class ConcreteFunction:
         example = None
         if example_args or example_kwargs:
             example = self.flat_inputs(bind_arguments(self._signature, example_args, example_kwargs, self.name))
-        try:
-            return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
-        except Exception as e:
-            raise strip_internal_frames(e)
+        return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
 
     # ----- inspection ---------------------------------------------------------------
     @property

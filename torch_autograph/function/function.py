@@ -290,6 +290,9 @@ class Function:
     def _check_input_signature(self, input_signature: Any) -> tuple | None:
         if input_signature is None:
             return None
+        if not isinstance(input_signature, (list, tuple)):
+            raise TypeError(f"{self._name}: input_signature must be a list or tuple of ta.TensorSpec, one per "
+                            f"argument, got {input_signature!r}: pass input_signature=[{input_signature!r}]")
         specs = tuple(input_signature)
         params = list(self._signature.parameters.values())
         try:
@@ -436,7 +439,8 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
 # ----------------------------------------------------------------------------------------
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
-             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None) -> Any:
+             max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None,
+             experimental_relax_shapes: bool | None = None) -> Any:
     """Compile `func` into graphs: TensorFlow's `tf.function` for PyTorch.
 
     Works as `@ta.function`, `@ta.function(...)` and `ta.function(f)`, on
@@ -480,6 +484,8 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             export of a capture (see backends/data_watch.py). Costs a packed
             copy of the weights; results
             equal eager to rounding, not bitwise.
+        experimental_relax_shapes: TensorFlow's deprecated name of
+            `reduce_retracing` (accepted with a DeprecationWarning).
         name: the name used in graphs and messages.
         max_traces: how many traces to keep (least recently used evicted).
         cuda_graphs: True captures each ConcreteFunction's CUDA work into a
@@ -503,6 +509,10 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
     argument, of an object argument, of a module's train/eval mode or of the
     grad mode retraces. `Function.trace_history()` says why each trace happened.
     """
+    if experimental_relax_shapes is not None:
+        warnings.warn("ta.function: experimental_relax_shapes is deprecated, use reduce_retracing instead",
+                      DeprecationWarning, stacklevel=2)
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
 
     def wrap(f: Callable) -> Any:
         if isinstance(f, (staticmethod, classmethod)):

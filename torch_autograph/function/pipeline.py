@@ -24,7 +24,7 @@ from ..graph.passes import (
     fold_constants,
 )
 from ..state import variables
-from ..staging import TRACE_HOOKS
+from ..staging import TRACE_HOOKS, map_origin
 from ..tracing import messages
 from ..tracing.context import Traced
 from ..tracing.guards import module_guards
@@ -97,6 +97,9 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
         try:
             result = target(*args, **kwargs)
         except Exception as e:
+            ours = messages.data_dependent_error(e, name, map_origin)
+            if ours is not None:
+                raise ours from None  # torch's text names its own internals and a debugging doc
             add_user_frames(e)
             raise
         result = finish_outputs(state, graph, result)

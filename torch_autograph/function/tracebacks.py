@@ -6,14 +6,19 @@
   default), the traceback loses the frames of torch_autograph's own modules;
   the user's frames, torch's, and the generated code's (shown with its source
   line) stay. One frame of the library remains: the one that re-raises.
+- `user_facing`: the decorator of every entry point (a call, export,
+  save/load, ONNX, TensorBoard): what leaves it went through the above.
 """
 
 from __future__ import annotations
 
+import functools
 import traceback
 from types import TracebackType
+from typing import Any, Callable, TypeVar
 
 from ..config import _config
+from ..errors import TorchAutographError
 from ..staging import map_origin
 from ..tracing import locations
 
@@ -35,20 +40,48 @@ def _strip(tb: TracebackType | None) -> TracebackType | None:
     return head
 
 
+# What a user's own mistake raises: with these, a traceback of only library frames says nothing more.
+_USER_ERRORS = (TorchAutographError, TypeError, ValueError, LookupError, OSError, NotImplementedError)
+
+
 def strip_internal_frames(e: BaseException) -> BaseException:
-    """`e` with torch_autograph's own frames removed from its traceback (and its cause's), if so configured."""
-    if not _config.filter_tracebacks or getattr(e, "_ta_filtered", False):
+    """`e` with torch_autograph's own frames removed from its traceback (and its cause's), if so configured.
+
+    Filtering again where an outer entry point re-raises (`ta.export` calling `get_concrete_function`)
+    leaves one library frame in all: the outermost re-raise.
+    """
+    if not _config.filter_tracebacks:
         return e
     for err in (e, e.__cause__):
         if err is not None and err.__traceback__ is not None:
             stripped = _strip(err.__traceback__)
-            if stripped is not None:  # keep something to show
-                err.__traceback__ = stripped
-    try:
-        e._ta_filtered = True
-    except (AttributeError, TypeError):
-        pass
+            if stripped is None and err is e and not isinstance(e, _USER_ERRORS) \
+                    and not getattr(e, "_ta_hidden_note", False):
+                # Nothing but library frames, and not a user's mistake: likely a bug, so say how to see them.
+                try:
+                    e.add_note("(torch_autograph's own frames are hidden; ta.config.set_filter_tracebacks(False) "
+                               "shows them)")
+                    e._ta_hidden_note = True
+                except (AttributeError, TypeError):
+                    pass
+            err.__traceback__ = stripped
     return e
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def user_facing(fn: _F) -> _F:
+    """Decorate an entry point: an error leaving it shows the user's frames and one of the library's."""
+
+    @functools.wraps(fn)
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            raise strip_internal_frames(e)
+
+    return entry  # type: ignore[return-value]
 
 
 def add_user_frames(e: BaseException) -> None:

@@ -18,6 +18,12 @@ coloured apart; a `cond` or `while` node and its sub-graphs form a cluster::
 In a `while` cluster, each loop variable is a node of its own: the while node
 feeds it the initial value, the body's output feeds it the next one (dashed
 edges), and the loop's outputs leave from the while node.
+
+Nodes are grouped in one cluster per `nn.Module` path (`Node.scope`:
+`GPT.blocks.0.attn` inside `GPT.blocks.0` inside `GPT`). A captured tensor
+(a weight) is drawn once in each graph or sub-graph whose ops read it, with
+edges to those ops only; a branch without ops (an `if` without `else`) shows
+what it passes on.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ _CHECK = 'shape=octagon, fillcolor="#fee2e2"'
 _LOOP_VAR = 'shape=ellipse, fillcolor="#ecfccb"'
 _RETURN = 'shape=oval, fillcolor="#e5e7eb"'
 _FEEDBACK = 'style=dashed, color="#64748b"'
+_PASSES = 'shape=note, fillcolor="#f1f5f9"'
+_MODULE = 'style="rounded,filled"; fillcolor="#f8fafc"; color="#cbd5e1";'
 _MAX_OUTPUT_LINES = 4
 INSTALL_HINT = ("install Graphviz, which provides it: `apt-get install graphviz` (Debian/Ubuntu), "
                 "`brew install graphviz` (macOS), `conda install -c conda-forge graphviz`, or see "
@@ -98,6 +106,7 @@ class _DotWriter:
         self.edges: list[str] = []
         self.count = 0
         self.clusters = 0
+        self.captures: set[int] = set()  # ids of the captured Values: drawn per (sub-)graph that reads them
 
     def new_id(self, prefix: str) -> str:
         self.count += 1
@@ -114,8 +123,8 @@ class _DotWriter:
                       '  edge [fontname="Helvetica", fontsize=9, color="#334155"];']
         for v in graph.inputs:
             self.value_node("  ", v, f"{v.name}\n{v.type_str()}", _INPUT)
-        for v, _ in graph.captures:
-            self.value_node("  ", v, f"{v.name}\n{v.type_str()}\ncapture", _CAPTURE)
+        self.captures = {id(v) for v, _ in graph.captures}
+        self.capture_nodes("  ", graph.nodes, graph.outputs)
         self.nodes("  ", graph.nodes)
         ret = self.new_id("r")
         self.emit("  ", f"{ret} [label=\"return\", {_RETURN}];")
@@ -133,11 +142,25 @@ class _DotWriter:
     def edge(self, source: str, target: str, attrs: str = "") -> None:
         self.edges.append(f"  {source} -> {target}{f' [{attrs}]' if attrs else ''};")
 
-    def feed(self, values: Any, target: str, attrs: str = "", label_index: bool = False) -> None:
+    def capture_nodes(self, indent: str, nodes: list["Node"], outputs: Any = ()) -> dict[int, str | None]:
+        """Draw the captures that these nodes (not their sub-graphs) or `outputs` read, once; returns what
+        the producers of those Values were before, to restore when the (sub-)graph is done."""
+        before: dict[int, str | None] = {}
+        used = [v for n in nodes if not n.subgraphs for v in n.input_values()] + list(iter_values(outputs))
+        for v in used:
+            if id(v) in self.captures and id(v) not in before:
+                before[id(v)] = self.producer.get(id(v))
+                self.value_node(indent, v, f"{v.name}\n{v.type_str()}\ncapture", _CAPTURE)
+        return before
+
+    def feed(self, values: Any, target: str, attrs: str = "", label_index: bool = False,
+             skip_captures: bool = False) -> None:
         """Edges from the producers of the Values among `values` into `target` (one per producer and value)."""
         seen = set()
         for i, v in enumerate(iter_values(values)):
             source = self.producer.get(id(v))
+            if skip_captures and id(v) in self.captures:
+                continue  # a control node's sub-graphs draw the captures they read themselves
             if source is None or (source, id(v)) in seen:
                 continue  # a Python constant, or a value defined nowhere the picture shows
             seen.add((source, id(v)))
@@ -153,12 +176,37 @@ class _DotWriter:
             self.producer[id(v)] = node_id
         self.fan_out[node_id] = self.fan_out.get(node_id, 0) + len(values)
 
-    def nodes(self, indent: str, nodes: list["Node"]) -> None:
+    def nodes(self, indent: str, nodes: list["Node"], outer: str | None = None) -> None:
+        """Emit `nodes` in program order (so every producer has its id before its users), each into the
+        cluster of its module path below `outer` (the scope of the enclosing control node)."""
+        buffers: dict[str | None, list[str]] = {}
+        saved = self.lines
         for node in nodes:
+            scope = node.scope if node.scope != outer else None
+            self.lines = buffers.setdefault(scope, [])
             if node.op.kind is OpKind.CONTROL and node.subgraphs:
                 self.control(indent, node)
             else:
                 self.plain(indent, node)
+        self.lines = saved
+        self.module_clusters(indent, buffers)
+
+    def module_clusters(self, indent: str, buffers: dict[str | None, list[str]]) -> None:
+        """The lines of each module path, nested: a path sits inside the longest other path it extends."""
+        scopes = [s for s in buffers if s is not None]
+        parent = {s: max((p for p in scopes if s.startswith(p + ".")), key=len, default=None) for s in scopes}
+
+        def emit(scope: str | None, depth: str) -> None:
+            self.lines += [depth + line for line in buffers[scope]]
+            for child in (s for s in scopes if parent[s] == scope):
+                self.clusters += 1
+                self.lines.append(f"{indent}{depth}subgraph cluster_{self.clusters} {{")
+                self.lines.append(f"{indent}{depth}  label={_quote(child)}; {_MODULE}")
+                emit(child, depth + "  ")
+                self.lines.append(f"{indent}{depth}}}")
+
+        buffers.setdefault(None, [])
+        emit(None, "")
 
     def plain(self, indent: str, node: "Node") -> None:
         node_id = self.new_id("n")
@@ -188,7 +236,7 @@ class _DotWriter:
         node_id = self.new_id("n")
         text = [op.name] + _outputs_text(node.outputs) + ([node.origin.short] if node.origin else [])
         self.emit(inner, f"{node_id} [label={_quote(chr(10).join(text))}, {_CONTROL}];")
-        self.feed((node.args, node.kwargs), node_id)
+        self.feed((node.args, node.kwargs), node_id, skip_captures=True)
         target = op.target
         loop_vars: tuple[Value, ...] = target.loop_vars if isinstance(target, WhileOp) else ()
         for v in loop_vars:
@@ -203,12 +251,26 @@ class _DotWriter:
             for v in sub.inputs:
                 if id(v) not in self.producer:  # an input the sub-graph does not share with the outer graph
                     self.value_node(inner + "  ", v, f"{v.name}\n{v.type_str()}", _INPUT)
-            self.nodes(inner + "  ", sub.nodes)
+            before = self.capture_nodes(inner + "  ", sub.nodes)
+            self.nodes(inner + "  ", sub.nodes, outer=node.scope)
+            passes = None
+            if not sub.nodes and not loop_vars:  # an identity branch: show what it gives back
+                passes = self.new_id("n")
+                shown = [f"%{v.name}" for v in iter_values(sub.outputs)][:_MAX_OUTPUT_LINES]
+                self.emit(inner + "  ", f"{passes} [label={_quote(chr(10).join(['passes on'] + shown))}, {_PASSES}];")
+                self.feed(sub.outputs, passes)
+            for key, producer in before.items():  # the captures drawn here are this sub-graph's
+                if producer is None:
+                    self.producer.pop(key, None)
+                else:
+                    self.producer[key] = producer
             self.emit(inner, "}")
             if loop_vars and k == 1:  # the body's outputs are the loop variables' next values
                 for v, nxt in zip(loop_vars, sub.outputs):
                     if isinstance(nxt, Value) and id(nxt) in self.producer:
                         self.edge(self.producer[id(nxt)], self.producer[id(v)], _FEEDBACK)
+            elif passes is not None:
+                self.edge(passes, node_id, _FEEDBACK)
             else:
                 self.feed(sub.outputs, node_id, _FEEDBACK)
         self.produces(node_id, node.outputs)

@@ -50,6 +50,9 @@ class Node:
             regions the user entered around this op inside the function, as
             `((device type, dtype), ...)` (`()`: autocast off).
         subgraphs: sub-graphs of a CONTROL node.
+        scope: the path of the `nn.Module` whose forward ran the op (`Sequential.0`,
+            `GPT.blocks.0.attn`: the outermost module's class, then attribute names),
+            None outside any module; pictures group nodes by it.
 
     Printed form: `%mul: float32[3] = %x * 2  # demo.py:4`.
     """
@@ -63,6 +66,7 @@ class Node:
     grad_enabled: bool | None = None
     subgraphs: tuple["Graph", ...] = ()
     autocast: tuple | None = None
+    scope: str | None = None
 
     @property
     def name(self) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..function.tracebacks import user_facing
 from . import specs
 
 
@@ -32,6 +33,7 @@ class LoadedFunction:
         self.name = name
         self._entries = entries
 
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for entry in self._entries:
             try:
@@ -53,7 +55,7 @@ class LoadedFunction:
         return [e.describe() for e in self._entries]
 
     def __repr__(self) -> str:
-        return f"<loaded ta.function {self.name} ({len(self._entries)} signature(s))>"
+        return f"<loaded ta.function {self.name}: " + " | ".join(self.concrete_signatures) + ">"
 
 
 class _Entry:
@@ -102,7 +104,18 @@ class LoadedObject:
             raise KeyError(key) from None
 
     def __repr__(self) -> str:
-        return f"<loaded object ({', '.join(sorted(vars(self)))})>"
+        return "<loaded object>\n" + "\n".join(_describe_functions(self, "  "))
+
+
+def _describe_functions(obj: Any, indent: str, path: str = "") -> list[str]:
+    """`predict(x: float32[None, 3])`, one line per saved signature of each function under `obj`."""
+    lines = []
+    for name, value in sorted(vars(obj).items()):
+        if isinstance(value, LoadedFunction):
+            lines += [f"{indent}{path}{name}{sig}" for sig in value.concrete_signatures]
+        elif isinstance(value, LoadedObject):
+            lines += _describe_functions(value, indent, f"{path}{name}.")
+    return lines
 
 
 def _place(root: Any, path: str, fn: LoadedFunction) -> None:
@@ -130,6 +143,13 @@ class Loaded:
             if name != "__call__":
                 _place(self, name, fn)
 
+    def __repr__(self) -> str:
+        lines = [f"  __call__{sig}" for sig in self._call.concrete_signatures] if self._call is not None else []
+        lines += _describe_functions(self, "  ")
+        lines += [f"  signatures[{name!r}]{fn.concrete_signatures[0]}" for name, fn in sorted(self.signatures.items())]
+        return "<loaded saved model>\n" + "\n".join(lines)
+
+    @user_facing
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._call is None:
             raise TypeError("the loaded object is not callable: the saved object was not a ta.function (its "
@@ -138,6 +158,7 @@ class Loaded:
         return self._call(*args, **kwargs)
 
 
+@user_facing
 def load(export_dir: str | os.PathLike, aoti: bool = False) -> Loaded:
     """Load what `ta.saved_model.save` wrote; `aoti=True` runs the AOTInductor packages (saved with aot_compile)."""
     export_dir = os.fspath(export_dir)

@@ -27,12 +27,14 @@ import torch
 from ..exporting.program import export_graph
 from ..function.concrete import ConcreteFunction
 from ..function.function import BoundFunction, Function
+from ..function.tracebacks import user_facing
 from ..state.variables import Variable
 from . import specs
 
 FORMAT_VERSION = 1
 
 
+@user_facing
 def save(obj: Any, export_dir: str | os.PathLike, signatures: Any = None, aot_compile: bool = False) -> None:
     """Save the ta.functions of `obj` to `export_dir` so that `ta.saved_model.load` runs them without the source.
 

@@ -184,9 +184,10 @@ def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = _REQUIRED, 
         func: any Python callable; it receives real tensors (and the other
             values of `inp` as they are).
         inp: the arguments.
-        Tout: required: None (no result: whatever `func` returns is dropped),
-            a `ta.TensorSpec` (dtype and shape), or a list of them; results
-            are converted to these dtypes.
+        Tout: required: None or `[]` (no result: whatever `func` returns is
+            dropped; `[]` gives back an empty list, as in TensorFlow), a
+            `ta.TensorSpec` (dtype and shape), or a list of them; results are
+            converted to these dtypes.
         name: shown in the graph.
 
     Outside a trace it simply calls `func`. Inside one it records a stateful
@@ -198,6 +199,10 @@ def py_function(func: Callable, inp: Sequence[Any] = (), Tout: Any = _REQUIRED, 
         raise TypeError(f"ta.py_function({label}, ...) needs Tout: the type of what {label} returns (a "
                         "ta.TensorSpec or a list of them), or Tout=None if it returns nothing: the graph must know "
                         "its outputs before it runs.")
+    if isinstance(Tout, (list, tuple)) and not Tout:
+        # TensorFlow's spelling of a call for its side effect only: it runs every call and gives back [].
+        py_function(func, inp, None, name=label)
+        return []
     target = _PyFunction(func, Tout, label)
     return run_or_record(Op(OpKind.FUNCTION, target, label, effects=Effect.RUNS_PYTHON), tuple(inp), {},
                          _metas(Tout) if current() is not None else None)

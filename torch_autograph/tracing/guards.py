@@ -1,7 +1,8 @@
 """What a trace depends on besides its arguments, and what must not happen while tracing.
 
 - Module modes: a global forward pre-hook, installed only while some thread
-  traces, records which modules ran; their `train()`/`eval()` flags at the
+  traces, records which modules ran (and, with a forward hook, which module
+  each node is recorded in: `Node.scope`); their `train()`/`eval()` flags at the
   entry of the call guard the trace (checked at every call). A function that
   sets a mode itself (`model.train()` in converted code, staged by
   staging/calls.py) changes it while tracing, so the rest of the trace sees
@@ -34,6 +35,30 @@ def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
     if state is not None:
         state.root.modules[id(module)] = module
         state.root.module_modes.ran(module)
+        stack = state.root.module_stack
+        stack.append((module, _module_path(stack[-1] if stack else None, module)))
+
+
+def _module_post_hook(module: torch.nn.Module, inputs: Any, output: Any) -> None:
+    """Leave the module (registered with always_call: also when its forward raised)."""
+    state = current()
+    if state is not None:
+        stack = state.root.module_stack
+        if stack and stack[-1][0] is module:
+            stack.pop()
+
+
+def _module_path(parent: tuple[torch.nn.Module, str] | None, module: torch.nn.Module) -> str:
+    """`Sequential.0`: the outermost module's class name, then the attribute names down to `module`."""
+    if parent is not None:
+        for name, child in parent[0]._modules.items():
+            if child is module:
+                return f"{parent[1]}.{name}"
+        for name, child in parent[0].named_modules():  # deeper: `self.layers[0](x)` in the parent's forward
+            if child is module and name:
+                return f"{parent[1]}.{name}"
+        return f"{parent[1]}.{type(module).__name__}"  # called by the parent, but not one of its modules
+    return type(module).__name__
 
 
 def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> Any:
@@ -71,6 +96,8 @@ class _Hooks:
                 if hasattr(_global_optimizer_pre_hooks, "move_to_end"):
                     _global_optimizer_pre_hooks.move_to_end(step_hook.id, last=False)
                 self._handles = (torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook),
+                                 torch.nn.modules.module.register_module_forward_hook(_module_post_hook,
+                                                                                      always_call=True),
                                  step_hook)
         try:
             yield

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import traceback
 import warnings
-from typing import Any
-
+from typing import Any, Callable
 
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
-from .locations import user_location
+from ..graph import SourceLocation
+from .locations import is_library_file, user_location
 
 
 class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
@@ -59,3 +61,47 @@ def _module_name(filename: str) -> str:
     return name[:-3] if name.endswith(".py") else name
 
 
+
+
+# What a torch dunder converts a size symbol to, and so what the user's code asked of it.
+_CONVERSIONS = {"__bool__": "a Python bool", "__int__": "a Python int", "__index__": "a Python int (an index or "
+                "a range bound)", "__float__": "a Python float"}
+_STATEMENTS = ("if", "elif", "while", "assert")
+
+
+def data_dependent_error(e: BaseException, fn_name: str, map_origin: Callable[[str, int], SourceLocation | None]
+                         ) -> OperatorNotAllowedInGraphError | None:
+    """torch's GuardOnDataDependentSymNode (a Python decision on a size known only when the graph runs) as our
+    error: the user's line, the construct that needed the value and the fix; None when `e` is another error.
+    `map_origin`: the trace's mapper from generated lines to the user's (`TraceHooks.map_origin`)."""
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    if not isinstance(e, GuardOnDataDependentSymNode):
+        return None
+    frames = traceback.extract_tb(e.__traceback__)
+    user, converted, after = None, False, len(frames)
+    for i, f in enumerate(frames):
+        loc = map_origin(f.filename, f.lineno)
+        if loc is not None or not is_library_file(f.filename):
+            user = loc or SourceLocation(f.filename, f.lineno, f.name, (f.line or "").strip())
+            converted, after = loc is not None, i + 1
+    if user is None:
+        return None
+    conversion = next((_CONVERSIONS[f.name] for f in frames[after:] if f.name in _CONVERSIONS), "a Python value")
+    line = user.line or ""
+    keyword = line.split(" ", 1)[0].rstrip(":")
+    construct = f"the `{keyword}`" if keyword in _STATEMENTS and conversion.startswith("a Python bool") else "this line"
+    found = re.search(r"data-dependent expression (.*?) \(unhinted", str(e))
+    expr = f" from `{found.group(1)}`" if found else ""
+    if converted:
+        fix = ("AutoGraph stages a plain `if`/`while`/`for` on it, but `bool()`, `int()` and `float()` run as "
+               "Python while tracing. Fix: write the decision as a plain `if`/`while` on it, compute it with tensor "
+               "ops (torch.where), or use ta.cond")
+    else:
+        fix = ("AutoGraph did not convert this code (autograph=False, do_not_convert, or a function it leaves as "
+               "it is), so the decision could not become a graph `cond` or `while`. Fix: let AutoGraph convert it "
+               "(autograph=True, the default), compute it with tensor ops (torch.where), or use ta.cond")
+    return OperatorNotAllowedInGraphError(
+        f"{fn_name}: {construct} at {user} needs {conversion}{expr}, which depends on a size known only when the "
+        f"graph runs (the length of a nonzero, masked-select or unique result): tracing has no value to decide "
+        f"on.\n    {line}\n{fix}.")

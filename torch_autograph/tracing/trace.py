@@ -61,6 +61,8 @@ class TraceState:
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
         self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
         self.modules: dict[int, torch.nn.Module] = {}
+        # The modules whose forward is running, outermost first, with their paths (on the root; guards.py).
+        self.module_stack: list[tuple[torch.nn.Module, str]] = []
         self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
@@ -178,7 +180,15 @@ class TraceState:
         return out
 
     def add_node(self, node: Node) -> None:
-        """Append `node` to this trace's graph (the one way nodes are added while tracing)."""
+        """Append `node` to this trace's graph (the one way nodes are added while tracing).
+
+        A node recorded without a user line (a size expression, a loop counter) gets the line being run, and
+        every node the path of the module running it, so that pictures and messages can place it.
+        """
+        if node.origin is None:
+            node.origin = user_location()
+        if node.scope is None and self.root.module_stack:
+            node.scope = self.root.module_stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
         if self.symbols.active and not self._checking:
