@@ -73,9 +73,12 @@ def differs(got, want, promote: bool = False) -> str:
     if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
         return "" if got is want or got == want else f"{got!r} != {want!r}"
     # `promote` (float programs, whose tensors are all float64): a Python number where the reference has one, and
-    # the graph a float64 tensor, as where a tensor `if` merged that number with a tensor on another path.
-    if got.dtype != want.dtype and not (promote and got.dtype == torch.float64 and want.dim() == 0
-                                        and want.dtype in (torch.int64, torch.float32)):
+    # the graph a float, as where a tensor `if` merged it with a float (a float64 tensor, a Python float: float32)
+    # on another path: the README's rule.
+    merged = promote and want.dim() == 0 and (
+        (want.dtype == torch.int64 and got.dtype in (torch.float32, torch.float64))
+        or (want.dtype == torch.float32 and got.dtype == torch.float64))
+    if got.dtype != want.dtype and not merged:
         return f"dtype {got.dtype} != {want.dtype} ({got.tolist()} vs {want.tolist()})"
     if got.shape != want.shape:
         return f"shape {tuple(got.shape)} != {tuple(want.shape)}"

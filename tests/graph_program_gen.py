@@ -50,9 +50,11 @@ _WIDE_COND_P = 0.25
 class WideProgramGenerator(program_gen.ProgramGenerator):
     """`program_gen.ProgramGenerator` with the constructs of `WIDE` (module docstring)."""
 
-    def __init__(self, rng: random.Random, features: frozenset = FEATURES, floats: bool = False):
+    def __init__(self, rng: random.Random, features: frozenset = FEATURES, floats: bool = False,
+                 wide_p: float = _WIDE_STMT_P):
         super().__init__(rng, program_gen.MAX_DEPTH, features, floats)
         self.dtype = "torch.float64" if floats else "torch.int64"
+        self.wide_p = wide_p
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self.counter)}"
@@ -78,7 +80,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
             kinds.append("rank1")
         if "walrus" in f and depth == 0:
             kinds.append("walrus")
-        if not kinds or r.random() >= _WIDE_COND_P:
+        if not kinds or r.random() >= _WIDE_COND_P * self.wide_p / _WIDE_STMT_P:
             return super().bool_expr(depth, extra)
         kind = r.choice(kinds)
         e = self.int_expr(depth + 1, extra)
@@ -101,7 +103,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
                              "list_shapes", "deletes", "mutation") if k in f]
-        if depth >= self.max_depth or not kinds or self.rng.random() >= _WIDE_STMT_P:
+        if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
         return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
 
@@ -157,9 +159,10 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def wide_type_checks(self, pad, indent, depth, in_loop, extra):
         r = self.rng
         u, var = self.fresh("u"), r.choice(program_gen.LOCALS)
-        value = r.choice((f"torch.as_tensor({self.int_expr(1, extra)})", str(r.randint(-2, 4))))
-        check = r.choice((f"type({u}) is torch.Tensor", f"isinstance({u}, torch.Tensor)", f"type({u}) is int",
-                          f"isinstance({u}, (int, float))", f"not isinstance({u}, torch.Tensor)"))
+        value = r.choice((f"torch.as_tensor({self.int_expr(1, extra)})", f"torch.as_tensor({r.choice(program_gen.PARAMS)})",
+                          str(r.randint(-2, 4))))
+        check = r.choice((f"type({u}) is torch.Tensor", f"type({u}) is torch.Tensor", f"isinstance({u}, torch.Tensor)",
+                          f"type({u}) is int", f"isinstance({u}, (int, float))", f"not isinstance({u}, torch.Tensor)"))
         return [f"{pad}{u} = {value}", f"{pad}if {check}:", f"{pad}    {var} = {var} + {u}", f"{pad}else:",
                 f"{pad}    {var} = {var} - {u} * 2"]
 
@@ -204,13 +207,16 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return "\n".join(head) + "\n\n\n" + source
 
 
-def generate(rng: random.Random, features: frozenset = FEATURES, floats: bool = False) -> str:
-    return WideProgramGenerator(rng, features, floats).program()
+def generate(rng: random.Random, features: frozenset = FEATURES, floats: bool = False,
+             wide_p: float = _WIDE_STMT_P) -> str:
+    """One program; `wide_p`: how often a statement is one of `WIDE`'s (conditions in proportion)."""
+    return WideProgramGenerator(rng, features, floats, wide_p).program()
 
 
-def generate_pair(seed: int, features: frozenset = FEATURES) -> tuple[str, str]:
+def generate_pair(seed: int, features: frozenset = FEATURES, wide_p: float = _WIDE_STMT_P) -> tuple[str, str]:
     """The same program for int64 tensors and, with `/` for `//`, for float64 tensors (gradients)."""
-    return (generate(random.Random(seed), features), generate(random.Random(seed), features, floats=True))
+    return (generate(random.Random(seed), features, wide_p=wide_p),
+            generate(random.Random(seed), features, floats=True, wide_p=wide_p))
 
 
 def takes_dict(prog) -> bool:
