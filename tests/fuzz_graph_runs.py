@@ -49,7 +49,10 @@ def canon(v):
     if isinstance(v, ta.Variable):
         return v.read_value().detach()
     if isinstance(v, torch.Tensor):
-        return v.detach()
+        try:
+            return v.detach()
+        except Exception as e:  # noqa: BLE001 - a graph tensor left in an object after its trace: never equal
+            return f"<unusable tensor: {type(e).__name__}>"
     if type(v) in _PY_DTYPES:
         return torch.tensor(v, dtype=_PY_DTYPES[type(v)])
     if isinstance(v, (list, tuple)):
