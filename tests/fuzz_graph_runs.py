@@ -145,8 +145,8 @@ def int_outcome(source: str, inputs: tuple) -> tuple:
         if with_python:
             python = _call(prog, prog, list(values))
             if python[0] == "raised" or (d := differs(eager[1:], python[1:])):
-                return "eager differs from Python", f"inputs {values}: eager {_described(eager)}, " \
-                                                    f"Python {_described(python)}"
+                return "eager differs from Python", (f"inputs {values}: eager {_described(eager)}, "
+                                                     f"Python {_described(python)}")
     if fn.experimental_get_tracing_count() != 1:
         return "retraced", f"{fn.experimental_get_tracing_count()} traces for inputs of one type"
     return "ok", ""
@@ -184,16 +184,16 @@ def float_outcome(source: str, inputs: tuple) -> tuple:
         if graph[0] == "raised":
             return _first_refusal(graph, eager, source, True, n)
         if eager[0] == "raised":
-            return "raises only eagerly", f"eager ({eager[2]}) {type(eager[1]).__name__}: {eager[1]}; " \
-                                          f"graph {graph[1][0]!r}, inputs {values}"
+            return "raises only eagerly", (f"eager ({eager[2]}) {type(eager[1]).__name__}: {eager[1]}; "
+                                           f"graph {graph[1][0]!r}, inputs {values}")
         if (d := differs(graph[1], eager[1], promote=True)):
             if source != without_augmented_assignment(source) and \
                     float_outcome(without_augmented_assignment(source), inputs)[0] == "ok":
                 return "aliasing", f"graph {graph[1]!r}, eager {eager[1]!r}: {d}"
             return "mismatch", f"inputs {values}: graph {graph[1]!r}, eager {eager[1]!r}: {d}"
         if not torch.allclose(graph[2], eager[2], rtol=1e-9, atol=1e-9, equal_nan=True):
-            return "gradient failure", f"inputs {values}: gradients: graph {graph[2].tolist()}, " \
-                                       f"eager {eager[2].tolist()}"
+            return "gradient failure", (f"inputs {values}: gradients: graph {graph[2].tolist()}, "
+                                        f"eager {eager[2].tolist()}")
     if fn.experimental_get_tracing_count() != 1:
         return "retraced", f"{fn.experimental_get_tracing_count()} traces for inputs of one type"
     return "ok", ""

@@ -183,21 +183,25 @@ def _one_branch(p: Program) -> bool:
     return False
 
 
+def _bound_in_body(loop: ast.AST) -> set:
+    """Names a loop's body binds (its target too); a walrus in a `while` test is bound once the loop is done."""
+    names = {loop.target.id} if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) else set()
+    for stmt in loop.body:
+        names |= _names(stmt, ast.Store) | {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
+    return names
+
+
 def _loop_once(p: Program) -> bool:
-    """A name first bound in a tensor loop (which may run zero times) and read after the loop."""
-    for node in p.statements():
-        if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node):
-            assigned = _names(node, ast.Store) | {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)}
-            if any(name not in p.entry[id(node)] and p.loaded_outside(name, node) for name in assigned):
-                return True
-    return False
+    """A name first bound in a tensor loop's body (which may run zero times) and read after the loop."""
+    return any(name not in p.entry[id(node)] and p.loaded_outside(name, node)
+               for node in p.statements() if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node)
+               for name in _bound_in_body(node))
 
 
 def _loop_vars(p: Program):
     for node in p.statements():
         if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node):
-            assigned = _names(node, ast.Store) | {n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)}
-            yield node, assigned & p.entry[id(node)]
+            yield node, _bound_in_body(node) & p.entry[id(node)]
 
 
 def _type_change(p: Program) -> bool:
@@ -271,18 +275,14 @@ def _may_alias(p: Program, expr: ast.AST) -> bool:
         f = expr.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
         return name in _ALIAS_CALLS
-    if isinstance(expr, ast.BoolOp):
-        return True
-    if isinstance(expr, ast.NamedExpr):
-        return True
-    return False
+    return isinstance(expr, (ast.BoolOp, ast.NamedExpr))
 
 
 def skips_python(source: str) -> bool:
     """Whether eager PyTorch may rightly differ from Python ints: `v op= e` on a name that may share its
-    tensor (an argument, a name bound to another name's object, an element of `l`, a loop's alias)."""
+    tensor (with another name, an argument held by another name, an element of a list or dict)."""
     p = Program(source, floats=False)
-    shared = set(PARAMS)
+    shared: set = set()  # an argument no other name holds is the caller's fresh tensor: updating it shows nowhere
     for name, value, stmt in _assignments(p.fn):
         if isinstance(stmt, (ast.Assign, ast.NamedExpr)) and _may_alias(p, value):
             shared.add(name)

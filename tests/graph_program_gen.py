@@ -159,8 +159,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def wide_type_checks(self, pad, indent, depth, in_loop, extra):
         r = self.rng
         u, var = self.fresh("u"), r.choice(program_gen.LOCALS)
-        value = r.choice((f"torch.as_tensor({self.int_expr(1, extra)})", f"torch.as_tensor({r.choice(program_gen.PARAMS)})",
-                          str(r.randint(-2, 4))))
+        value = r.choice((f"torch.as_tensor({self.int_expr(1, extra)})",
+                          f"torch.as_tensor({r.choice(program_gen.PARAMS)})", str(r.randint(-2, 4))))
         check = r.choice((f"type({u}) is torch.Tensor", f"type({u}) is torch.Tensor", f"isinstance({u}, torch.Tensor)",
                           f"type({u}) is int", f"isinstance({u}, (int, float))", f"not isinstance({u}, torch.Tensor)"))
         return [f"{pad}{u} = {value}", f"{pad}if {check}:", f"{pad}    {var} = {var} + {u}", f"{pad}else:",

@@ -218,7 +218,8 @@ m = counter_defs.Counter().eval()
 ta.saved_model.save(m, sys.argv[1])
 torch.manual_seed(5)
 inputs = [(torch.randn(n, 4), torch.tensor(k)) for n, k in ((3, 2), (7, 5), (1, 1))]
-torch.save({"inputs": inputs, "outputs": [type(m).run.python_function(m, *a) for a in inputs]}, sys.argv[1] + "/expected.pt")
+eager = [type(m).run.python_function(m, *a) for a in inputs]  # the reference: eager PyTorch
+torch.save({"inputs": inputs, "outputs": eager}, sys.argv[1] + "/expected.pt")
 '''
 
 LOAD = '''
