@@ -12,7 +12,7 @@ against Python and eager PyTorch, and as its `/` version on floats with
 gradients against eager PyTorch, each trace reused on two more inputs; the
 rules are in tests/fuzz_graph_runs.py, the categories in tests/fuzz_outcomes.py.
 
-`make test` runs `TA_GRAPH_FUZZ_EXAMPLES` (default 100) programs of the
+`make test` runs `TA_GRAPH_FUZZ_EXAMPLES` (default 300) programs of the
 original generator and `TA_GRAPH_FUZZ_PER_CONSTRUCT` (12) per wider construct (one test each: a
 construct whose programs still find a bug of the product is an xfail naming
 the item of issue 25, strict, so that it flips once fixed); the `slow` test,
@@ -36,7 +36,7 @@ import program_gen  # tests/autograph, on sys.path by tests/conftest.py
 from fuzz_graph_runs import float_outcome, int_outcome
 from fuzz_outcomes import Tally
 
-EXAMPLES = int(os.environ.get("TA_GRAPH_FUZZ_EXAMPLES", "100"))
+EXAMPLES = int(os.environ.get("TA_GRAPH_FUZZ_EXAMPLES", "300"))
 PER_CONSTRUCT = int(os.environ.get("TA_GRAPH_FUZZ_PER_CONSTRUCT", "12"))
 WIDE_P = 0.6  # in the one-construct tests: how often a statement is that construct
 _OK = ("ok", "eager raises")
