@@ -115,8 +115,10 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         v, w = r.sample(program_gen.LOCALS, 2)
         k, j = self.fresh("k"), self.fresh("k")
         if r.random() < 0.5:  # TF's dependent_inner_for: `r += s` sees the inner loop's `s += j`
+            inner = f"range({self.stop(extra + (k,))})" if r.random() < 0.5 else \
+                f"torch.arange({self.stop(extra + (k,))}, dtype={self.dtype})"  # tensor elements, eagerly too
             return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    {v} += {w}",
-                    f"{pad}    for {j} in range({self.stop(extra + (k,))}):", f"{pad}        {w} += {j}"]
+                    f"{pad}    for {j} in {inner}:", f"{pad}        {w} += {j}"]
         # A number the first time round, then an alias of a tensor that `+=` updates in place.
         src = r.choice(program_gen.VARS)
         return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    {v} += {r.randint(1, 3)}",
