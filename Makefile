@@ -23,7 +23,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests
 
-# The long randomised runs (10,000 programs each, 10,000 retraces): about 15 minutes on 2 cores.
+# The long randomised runs (10,000 programs each, 10,000 retraces): about an hour on 2 cores (the graph fuzz
+# runs each program on three inputs, eagerly and as a graph, on ints and on floats with gradients).
 test-slow: $(STAMP)
 	$(PY) -m pytest tests -m slow -s
 

@@ -3,7 +3,9 @@
 Shared by the graph-side control-flow tests. Every floating-point tensor
 argument is a fresh leaf that requires grad; the sum of every output that
 requires grad is backpropagated; the outputs, the `.grad` of each argument and
-of each parameter of `modules` must agree (`torch.testing.assert_close`).
+of each parameter of `modules` must agree (`torch.testing.assert_close`), the
+gradients exactly: the default backend runs eager's ops in eager's order, so
+they are bitwise equal (a backend that fuses ops needs its own tolerance).
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ def assert_matches_eager(fn: Callable, *args: Any, modules: Sequence[torch.nn.Mo
     expected = _run(fn, args, modules)
     got = _run(traced, args, modules)
     torch.testing.assert_close(got[0], expected[0], msg=lambda m: f"values differ: {m}")
-    torch.testing.assert_close(got[1], expected[1], msg=lambda m: f"input gradients differ: {m}")
-    torch.testing.assert_close(got[2], expected[2], msg=lambda m: f"parameter gradients differ: {m}")
+    torch.testing.assert_close(got[1], expected[1], rtol=0, atol=0, msg=lambda m: f"input gradients differ: {m}")
+    torch.testing.assert_close(got[2], expected[2], rtol=0, atol=0, msg=lambda m: f"parameter gradients differ: {m}")
     return traced
 
 

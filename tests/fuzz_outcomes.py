@@ -1,16 +1,23 @@
 """What a fuzzed program's run came to, and the tally the long fuzz runs report.
 
-Every outcome falls in one category. Four must stay at zero: a `mismatch`
-(a value, or a gradient, different from Python's or eager PyTorch's), an
-`internal error` (an exception that names no line of the program: a bug of
-ours), a `gradient failure` (backward fails where eager's works) and a
-`refusal` (a clear error, naming the program's line, for a program
-TensorFlow accepts). A `design rule: ...` is a refusal TensorFlow makes too
-(listed in DESIGN_RULES); `eager raises` means eager PyTorch itself fails on
-the float program, which leaves nothing to compare. `aliasing` is a mismatch
-that goes away once `v += e` is written `v = v + (e)` (an in-place update
-seen through another name where eager rebinds): it must stay at zero too,
-and is told apart only to say where to look.
+Every outcome falls in one category. These must stay at zero: a `mismatch`
+(a value, dtype, gradient or object state different from Python's or eager
+PyTorch's), an `internal error` (an exception that names no line of the
+program: a bug of ours), a `gradient failure` (backward fails where eager's
+works), a `refusal` (a clear error, naming the program's line, for a program
+TensorFlow accepts), `raises only eagerly` (eager PyTorch raises and the graph
+gives a result), `design rule not broken` (a refusal citing a design rule the
+program does not break: `fuzz_structure.breaks` decides from its syntax
+tree), `retraced` (a trace not reused for inputs of the same types) and
+`eager differs from Python` (where nothing in the program lets eager
+tensors differ from Python ints: a bug of the generator or of the rule that
+skips the comparison). A `design rule: ...` is a refusal TensorFlow makes too
+(listed in DESIGN_RULES) by a program that breaks it; the long runs bound
+how many there are (`DESIGN_RULE_BOUND`). `eager raises` means eager PyTorch
+fails and the graph fails too. `aliasing` is a mismatch that goes away once
+`v += e` is written `v = v + (e)` (an in-place update seen through another
+name where eager rebinds): it must stay at zero too, and is told apart only
+to say where to look.
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ from __future__ import annotations
 import collections
 import re
 
-MUST_BE_ZERO = ("mismatch", "aliasing", "internal error", "gradient failure", "refusal")
+MUST_BE_ZERO = ("mismatch", "aliasing", "internal error", "gradient failure", "refusal", "raises only eagerly",
+                "design rule not broken", "retraced", "eager differs from Python")
+# At most this share of a long run may be refused by design rules (each one checked to be broken).
+DESIGN_RULE_BOUND = 0.02
 
 # Refusals that are TensorFlow's own rules for graph code: message fragment -> the rule.
 DESIGN_RULES = {
@@ -43,6 +53,31 @@ def classify_error(error: BaseException) -> str:
     return "refusal" if "<fuzz program" in text else "internal error"
 
 
+def classify_refusal(error: BaseException, source: str, floats: bool) -> str:
+    """`classify_error`, where a design rule counts only if the program breaks it (`fuzz_structure.breaks`)."""
+    import fuzz_structure
+
+    category = classify_error(error)
+    if not category.startswith("design rule: "):
+        return category
+    rule = category[len("design rule: "):]
+    if not fuzz_structure.breaks(rule, source, floats):
+        return "design rule not broken"
+    if rule == "an exception raised in one branch of a tensor `if`" and not _raised_by_fail(error.__cause__):
+        return "internal error"  # an exception the program does not raise (only `fail` raises, a ValueError)
+    return category
+
+
+def _raised_by_fail(error: BaseException | None) -> bool:
+    """Whether `error` is the ValueError the generated programs' `fail` helper raises."""
+    if not isinstance(error, ValueError) or error.__traceback__ is None:
+        return False
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_name == "fail"
+
+
 _AUGMENTED = re.compile(r"^(\s*)([a-z]\w*) ([-+])= (.*)$", re.MULTILINE)
 
 
@@ -64,6 +99,13 @@ class Tally:
 
     def failures(self) -> dict:
         return {c: n for c, n in self.counts.items() if c in MUST_BE_ZERO}
+
+    def design_rules(self) -> int:
+        return sum(n for c, n in self.counts.items() if c.startswith("design rule: "))
+
+    def within_bound(self) -> bool:
+        """No failure, and design-rule refusals within `DESIGN_RULE_BOUND` of all programs."""
+        return not self.failures() and self.design_rules() <= DESIGN_RULE_BOUND * sum(self.counts.values())
 
     def summary(self, title: str) -> str:
         lines = [title] + [f"  {n:6d}  {c}" for c, n in sorted(self.counts.items())]

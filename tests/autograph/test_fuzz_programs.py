@@ -3,6 +3,8 @@
 For each program drawn by `program_gen.programs()`:
     original(ints) == converted(ints) == converted(Staged ints, FakeBackend)
 
+in value and in type (`True` is not `1`).
+
 `make test` checks 500 programs (deterministic: derandomize=True); the
 `slow` test, run by `make test-slow`, checks 10,000 and prints the tally of
 `fuzz_outcomes` categories. `TA_FUZZ_EXAMPLES=n` sets the first count.
@@ -24,9 +26,16 @@ from torch_autograph.autograph import api, to_code, to_graph
 EXAMPLES = int(os.environ.get("TA_FUZZ_EXAMPLES", "500"))
 
 
-def _run(fn, args):
+def _typed(value):
+    """`value` with the type of each element beside it: `True` is not `1`, nor `1.0` `1`."""
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__, [_typed(v) for v in value]
+    return type(value).__name__, value
+
+
+def _run(fn, args, unwrap=lambda v: v):
     try:
-        return ("ok", fn(*args))
+        return ("ok", _typed(unwrap(fn(*args))))
     except Exception as e:  # noqa: BLE001 - the same exception must come out of each version
         return ("raised", type(e).__name__)
 
@@ -37,8 +46,7 @@ def _check(source, args):
     converted = to_graph(original)
     assert _run(converted, args) == expected, (source, to_code(original))
     with fake_backend.installed():
-        staged = _run(converted, tuple(fake_backend.Staged(a) for a in args))
-    staged = (staged[0], fake_backend.unwrap(staged[1]))
+        staged = _run(converted, tuple(fake_backend.Staged(a) for a in args), fake_backend.unwrap)
     assert staged == expected, (source, to_code(original))
     api.clear_cache()  # every program is new: keep the cache (and memory) small
 
@@ -64,7 +72,7 @@ def _outcome(source, args):
             return "mismatch", "converted code on ints"
         with fake_backend.installed():
             try:
-                staged = ("ok", fake_backend.unwrap(converted(*(fake_backend.Staged(a) for a in args))))
+                staged = ("ok", _typed(fake_backend.unwrap(converted(*(fake_backend.Staged(a) for a in args)))))
             except Exception as e:  # noqa: BLE001 - classified unless Python raised the same
                 staged = ("raised", type(e).__name__)
                 if staged != expected:

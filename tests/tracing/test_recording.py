@@ -332,7 +332,10 @@ def test_autocast_inside_a_traced_function_is_recorded_and_runs_as_eager(jit):
             assert torch.equal(a, b)
     sum(o.float().sum() for o in got).backward()
     sum(o.float().sum() for o in want).backward()
-    torch.testing.assert_close(x.grad, xe.grad, rtol=2e-2, atol=2e-2)
+    if jit:  # the fused bfloat16 kernels round at other points: their gradients too
+        torch.testing.assert_close(x.grad, xe.grad, rtol=2e-2, atol=2e-2)
+    else:  # the default backend runs eager's ops in eager's order: bitwise the same gradients
+        assert x.grad.dtype == xe.grad.dtype and torch.equal(x.grad, xe.grad)
     assert "[autocast cpu bfloat16]" in str(f.get_concrete_function(X).graph)
 
 

@@ -1,0 +1,301 @@
+"""What a generated program's structure says about the fuzz's refusals and references.
+
+A refusal of the graph fuzz counts as one of TensorFlow's design rules only
+when the program really breaks that rule, decided here from the program's
+syntax tree, never from the error's text: `breaks(rule, source, floats)`.
+And the comparison with plain Python is skipped only where Python ints and
+eager tensors really differ: an augmented assignment to a name that may share
+its tensor with another name, an argument or a list (`skips_python`).
+
+Which values may be tensors is a taint over the whole function (a name is
+a tensor if any assignment to it mentions one: the arguments are tensors, and
+so is what any call but a few builtins returns); which names are bound for
+sure at a statement is a forward walk (both branches of an `if`; a loop may
+run zero times). Both are conservative in the same direction: they may call a
+condition a tensor that is not, never the reverse, so a rule is never said to
+be unbroken where it is broken.
+"""
+
+from __future__ import annotations
+
+import ast
+
+PARAMS = ("a", "b", "c", "d")
+# Builtins whose result is a Python value whatever their arguments are.
+_PYTHON_VALUED = frozenset({"type", "isinstance"})
+_ALIAS_CALLS = frozenset({"min", "max", "get_x", "get_y", "rec_sum", "countdown", "pop", "as_tensor"})
+# Closures that return a local of `prog` as it is.
+_GETTERS = {"get_x": "x", "get_y": "y"}
+
+
+def _prog(source: str) -> ast.FunctionDef:
+    return next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "prog")
+
+
+def _own_nodes(node: ast.AST):
+    """The nodes of `node` but not of the functions and lambdas nested in it."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.Lambda)):
+            yield from _own_nodes(child)
+
+
+def _names(node: ast.AST, ctx: type) -> set:
+    return {n.id for n in _own_nodes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _assignments(fn: ast.FunctionDef):
+    """(target name, value expression or None, the statement) for every binding in `fn`, nested defs included."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        yield n.id, node.value, node
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id, ast.BinOp(node.target, node.op, node.value), node
+        elif isinstance(node, ast.NamedExpr):
+            yield node.target.id, node.value, node
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            yield node.target.id, node.iter, node
+
+
+class Program:
+    """The facts about one generated `prog` that the rules below need."""
+
+    def __init__(self, source: str, floats: bool):
+        self.fn = _prog(source)
+        self.floats = floats
+        self.tensors = self._taint()
+        self.entry: dict = {}  # id(if/loop node) -> names bound for sure before it
+        self.branch_ends: dict = {}  # id(if node) -> (bound after its body, bound after its else)
+        self._bound(self.fn.body, {a.arg for a in self.fn.args.args})
+
+    # ----- which values may be tensors ------------------------------------------------------
+    def _mentions_tensor(self, expr: ast.AST, tensors: set) -> bool:
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Call):
+                f = n.func
+                name = f.id if isinstance(f, ast.Name) else None
+                if name in _PYTHON_VALUED:
+                    continue
+                if name not in ("abs", "min", "max", "int", "float", "len", "sum", "range"):
+                    return True  # torch.*, V.*, a user function: may return a tensor
+            if isinstance(n, ast.Name) and n.id in tensors:
+                return True
+        return False
+
+    def tensor_valued(self, expr: ast.AST) -> bool:
+        """Whether `expr` may be a tensor; `type(...)`/`isinstance(...)` results never are."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _PYTHON_VALUED:
+            return False
+        if isinstance(expr, ast.Compare) and any(self.tensor_valued(e) for e in [expr.left, *expr.comparators]):
+            return True
+        if isinstance(expr, ast.Compare):
+            return False
+        return self._mentions_tensor(expr, self.tensors)
+
+    def _taint(self) -> set:
+        tensors = set(PARAMS)
+        bindings = list(_assignments(self.fn))
+        while True:
+            more = {name for name, value, _ in bindings if name not in tensors and value is not None
+                    and self._mentions_tensor(value, tensors)}
+            if not more:
+                return tensors
+            tensors |= more
+
+    def tensor_controlled(self, node: ast.AST) -> bool:
+        if isinstance(node, (ast.If, ast.While)):
+            return self.tensor_valued(node.test)
+        return isinstance(node, ast.For) and self.tensor_valued(node.iter)
+
+    # ----- which names are bound for sure ---------------------------------------------------
+    def _bound(self, body: list, bound: set) -> set:
+        for stmt in body:
+            bound = self._bound_stmt(stmt, bound)
+        return bound
+
+    def _bound_stmt(self, stmt: ast.stmt, bound: set) -> set:
+        walrus = {n.target.id for n in _own_nodes(stmt) if isinstance(n, ast.NamedExpr)}
+        if isinstance(stmt, ast.If):
+            entry = bound | {n.target.id for n in ast.walk(stmt.test) if isinstance(n, ast.NamedExpr)}
+            self.entry[id(stmt)] = entry
+            ends = self._bound(stmt.body, set(entry)), self._bound(stmt.orelse, set(entry))
+            self.branch_ends[id(stmt)] = ends
+            return ends[0] & ends[1]
+        if isinstance(stmt, (ast.While, ast.For)):
+            self.entry[id(stmt)] = set(bound)
+            inner = set(bound) | ({stmt.target.id} if isinstance(stmt, ast.For) else set())
+            self._bound(stmt.body, inner)
+            head = {n.target.id for n in ast.walk(stmt.test) if isinstance(n, ast.NamedExpr)} \
+                if isinstance(stmt, ast.While) else set()
+            return bound | head
+        if isinstance(stmt, ast.Try):
+            self._bound(stmt.body, set(bound))
+            for handler in stmt.handlers:
+                self._bound(handler.body, set(bound))
+            self._bound(stmt.orelse, set(bound))
+            return self._bound(stmt.finalbody, set(bound))
+        if isinstance(stmt, ast.Delete):
+            return bound - {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            return bound | {stmt.name}
+        return bound | _names(stmt, ast.Store) | walrus
+
+    # ----- helpers for the rules ------------------------------------------------------------
+    def statements(self):
+        return (n for n in ast.walk(self.fn) if isinstance(n, ast.stmt))
+
+    def loaded_outside(self, name: str, node: ast.AST) -> bool:
+        inside = {id(n) for n in ast.walk(node)}
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
+                   for n in ast.walk(self.fn))
+
+    def kind(self, expr: ast.AST) -> str:
+        """'none', 'bool', 'float' or 'int': the kind of value `expr` gives."""
+        if isinstance(expr, ast.Constant) and expr.value is None:
+            return "none"
+        if isinstance(expr, ast.Compare) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
+            return "bool"
+        for n in ast.walk(expr):
+            if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
+                return "float"
+            if isinstance(n, ast.Constant) and isinstance(n.value, float):
+                return "float"
+            if isinstance(n, ast.Attribute) and n.attr == "float64":
+                return "float"
+        return "float" if self.floats and self.tensor_valued(expr) else "int"
+
+    def kinds(self, name: str) -> set:
+        return {self.kind(value) for n, value, stmt in _assignments(self.fn) if n == name and value is not None
+                and not isinstance(stmt, ast.For)}
+
+
+def _one_branch(p: Program) -> bool:
+    """A tensor `if` after which a name is bound on one path only, and read after it (live)."""
+    for node in p.statements():
+        if isinstance(node, ast.If) and p.tensor_controlled(node):
+            then, other = p.branch_ends[id(node)]
+            for name in (then ^ other) - p.entry[id(node)]:
+                if p.loaded_outside(name, node):
+                    return True
+    return False
+
+
+def _bound_in_body(loop: ast.AST) -> set:
+    """Names a loop's body binds (its target too); a walrus in a `while` test is bound once the loop is done."""
+    names = {loop.target.id} if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) else set()
+    for stmt in loop.body:
+        names |= _names(stmt, ast.Store) | {n.target.id for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr)}
+    return names
+
+
+def _loop_once(p: Program) -> bool:
+    """A name first bound in a tensor loop's body (which may run zero times) and read after the loop."""
+    return any(name not in p.entry[id(node)] and p.loaded_outside(name, node)
+               for node in p.statements() if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node)
+               for name in _bound_in_body(node))
+
+
+def _loop_vars(p: Program):
+    for node in p.statements():
+        if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node):
+            yield node, _bound_in_body(node) & p.entry[id(node)]
+
+
+def _type_change(p: Program) -> bool:
+    """A variable of a tensor loop bound to values of different kinds (an int and a float)."""
+    return any(len(p.kinds(name) - {"none"}) > 1 for _, names in _loop_vars(p) for name in names)
+
+
+def _none_merge(p: Program) -> bool:
+    """A name that is None on some path and a tensor on another, merged by a tensor `if` or loop."""
+    return any("none" in p.kinds(name) and len(p.kinds(name)) > 1 for name in _names(p.fn, ast.Store))
+
+
+def _shape_change(p: Program) -> bool:
+    """Values of more than one shape in the program: a list given a `[1]`/`[1, 1]` element beside 0-dim ones."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+               and n.args and isinstance(n.args[0], ast.Call) and isinstance(n.args[0].func, ast.Attribute)
+               and n.args[0].func.attr in ("full", "zeros", "ones") for n in ast.walk(p.fn))
+
+
+def _raised_in_branch(p: Program) -> bool:
+    """`fail(...)` inside a tensor-controlled statement, or anywhere once a tensor `if` holds a jump (the rest of
+    the block then moves into that `if`'s other branch)."""
+    calls = [n for n in ast.walk(p.fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id == "fail"]
+    if not calls:
+        return False
+    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
+    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
+                if isinstance(n, ast.If) for j in ast.walk(n))
+    inside = {id(c) for n in controlled for c in ast.walk(n)}
+    return jumps or any(id(c) in inside for c in calls)
+
+
+def _emptied_list(p: Program) -> bool:
+    """`del l[:]`: a list with no element, whose element type nothing then says."""
+    return any(isinstance(n, ast.Delete) and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice)
+                                                 and t.slice.lower is None and t.slice.upper is None
+                                                 for t in n.targets) for n in ast.walk(p.fn))
+
+
+# The rule `fuzz_outcomes.DESIGN_RULES` names -> whether a program breaks it. Recursion and a helper falling off
+# its end never depend on a tensor in these programs (their base cases and bounds are literals).
+RULES = {
+    "a variable defined in one branch only of a tensor `if`": _one_branch,
+    "a value or None returned depending on a tensor": lambda p: False,
+    "an exception raised in one branch of a tensor `if`": _raised_in_branch,
+    "recursion ending on a tensor condition": lambda p: False,
+    "a variable first defined in a loop that may not run": _loop_once,
+    "a list whose element type is unknown when it is read": _emptied_list,
+    "a loop variable changing shape (shape invariants)": _shape_change,
+    "None and a tensor merged by a tensor `if` or loop": _none_merge,
+    "a loop variable changing its type (int to float)": _type_change,
+}
+
+
+def breaks(rule: str, source: str, floats: bool) -> bool:
+    """Whether the program `source` (its `prog`) really breaks the design rule `rule`."""
+    return RULES[rule](Program(source, floats))
+
+
+def _may_alias(p: Program, expr: ast.AST) -> bool:
+    """Whether `expr` may give an object another name (or a list) holds: a name, min/max, a conditional, an
+    element, a call that may return its argument."""
+    if isinstance(expr, ast.Name):
+        return True
+    if isinstance(expr, ast.IfExp):
+        return _may_alias(p, expr.body) or _may_alias(p, expr.orelse)
+    if isinstance(expr, ast.Subscript):
+        return True
+    if isinstance(expr, ast.Call):
+        f = expr.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        return name in _ALIAS_CALLS
+    return isinstance(expr, (ast.BoolOp, ast.NamedExpr))
+
+
+def skips_python(source: str) -> bool:
+    """Whether eager PyTorch may rightly differ from Python ints: `v op= e` on a name that may share its
+    tensor (with another name, an argument held by another name, an element of a list or dict)."""
+    p = Program(source, floats=False)
+    shared: set = set()  # an argument no other name holds is the caller's fresh tensor: updating it shows nowhere
+    for name, value, stmt in _assignments(p.fn):
+        if isinstance(stmt, (ast.Assign, ast.NamedExpr)) and _may_alias(p, value):
+            shared.add(name)
+            loaded = _names(value, ast.Load)
+            shared |= loaded | {_GETTERS[g] for g in loaded & set(_GETTERS)}
+    for node in ast.walk(p.fn):  # names put into a list or a dict as they are
+        if isinstance(node, ast.List):
+            shared |= {e.id for e in node.elts if isinstance(e, ast.Name)}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("append", "insert"):
+            shared |= {e.id for e in node.args if isinstance(e, ast.Name)}
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) for t in node.targets) and \
+                isinstance(node.value, ast.Name):
+            shared.add(node.value.id)
+    return any(isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in shared
+               for n in ast.walk(p.fn))

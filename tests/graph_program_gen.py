@@ -1,0 +1,251 @@
+"""The wider random programs of the graph fuzz: `program_gen`'s, plus the constructs of `WIDE`.
+
+`program_gen.ProgramGenerator` builds programs over Python ints; this one adds
+what converted code met in code nobody here wrote and the int programs never
+generate (every construct runs eagerly on Python ints and on tensors alike,
+so the same program is the reference three ways):
+
+- int_alias: a Python number that becomes a tensor, or an alias of one, in
+  nested loops (`r += s` outside a loop that does `s += j`; `m += 3; m = x`);
+- branch_init: a loop variable first assigned in one branch of the loop body
+  (`if k == 0: t = e else: t = t + e`), read in the loop only;
+- rank1: conditions on 1-element tensors of rank 1 and 2, and a rank-1 loop
+  counter with a `break`;
+- mixed_bool: `and`/`or`/`not` (as conditions) over Python bools, None,
+  numbers and int, float and bool tensors;
+- walrus: `:=` in `if` and `while` tests, also one that updates its own variable;
+- type_checks: `type(u) is torch.Tensor`, `isinstance(u, ...)` on a value whose
+  kind is the same on every path (a tensor, or a literal);
+- variables: a `ta.Variable` (module level, `V`) updated by `assign_add` in a loop
+  over `range` of a run-time number, and read;
+- list_shapes: a list that gets a 0-dim element on one side of an `if` and a
+  `[1]` or `[1, 1]` one on the other (one element: conditions on what is read
+  from it stay valid Python);
+- deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
+- mutation (off by default: `MUTATION`, issue 22): a dict argument `d` and the
+  captured `CAP` (a dict) and `CAPL` (a list) changed inside loops and branches;
+  the harness compares their state after each call with eager's.
+
+`generate_pair(seed)` gives the program for int64 tensors and its `/` version
+for float64 tensors, as `program_gen.generate_pair` does.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import program_gen
+
+WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
+                  "list_shapes", "deletes"})
+# Mutation of dict/list arguments and captured containers in tensor loops and branches (issue 22): on with
+# TA_FUZZ_MUTATION=1 until that issue lands.
+MUTATION = os.environ.get("TA_FUZZ_MUTATION", "") == "1"
+FEATURES = program_gen.FEATURES | WIDE | (frozenset({"mutation"}) if MUTATION else frozenset())
+_WIDE_STMT_P = 0.3  # how often a statement is one of WIDE's (else one of program_gen's)
+_WIDE_COND_P = 0.25
+
+
+class WideProgramGenerator(program_gen.ProgramGenerator):
+    """`program_gen.ProgramGenerator` with the constructs of `WIDE` (module docstring)."""
+
+    def __init__(self, rng: random.Random, features: frozenset = FEATURES, floats: bool = False,
+                 wide_p: float = _WIDE_STMT_P):
+        super().__init__(rng, program_gen.MAX_DEPTH, features, floats)
+        self.dtype = "torch.float64" if floats else "torch.int64"
+        self.wide_p = wide_p
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self.counter)}"
+
+    def stop(self, extra: tuple) -> str:
+        """A `range` stop: a run-time number (the loop is a graph loop) or a literal."""
+        r = self.rng
+        return f"int({self.int_expr(0, extra)}) % 3" if r.random() < 0.7 else str(r.randint(0, 3))
+
+    # ----- conditions -------------------------------------------------------------------------
+    def operand(self, extra: tuple) -> str:
+        """One operand of a mixed `and`/`or`/`not`: bools, None, numbers, tensors of several dtypes."""
+        r, v = self.rng, self.rng.choice(program_gen.VARS + extra)
+        return r.choice((v, f"({v} * 1.5)", f"({v} > 1)", f"({v} % 2 == 0)", "None", "0", "3", "0.0", "2.5",
+                         "True", "False", f"({v} + 1)", f"(not {v})"))
+
+    def bool_expr(self, depth: int, extra: tuple) -> str:
+        r, f = self.rng, self.features
+        kinds = []
+        if "mixed_bool" in f and depth < 2:
+            kinds.append("mixed")
+        if "rank1" in f:
+            kinds.append("rank1")
+        if "walrus" in f and depth == 0:
+            kinds.append("walrus")
+        if not kinds or r.random() >= _WIDE_COND_P * self.wide_p / _WIDE_STMT_P:
+            return super().bool_expr(depth, extra)
+        kind = r.choice(kinds)
+        e = self.int_expr(depth + 1, extra)
+        if kind == "mixed":
+            op = r.choice((" and ", " or "))
+            terms = [self.operand(extra) for _ in range(r.randint(2, 3))]
+            expr = "(" + op.join(terms) + ")"
+            return f"(not {expr})" if r.random() < 0.3 else expr
+        if kind == "rank1":
+            shape = r.choice(("[1]", "[1, 1]"))
+            one = f"(({e}) * torch.ones({shape}, dtype={self.dtype}) {r.choice(program_gen._CMP)} {r.randint(-2, 4)})"
+            if r.random() < 0.4:  # and-ed with a Python or 0-dim condition
+                return f"({one} {r.choice(('and', 'or'))} {super().bool_expr(depth + 1, extra)})"
+            return one
+        # A walrus binding a fresh name, read by nothing after: the test alone must be right.
+        return f"(({self.fresh('w')} := {e}) {r.choice(program_gen._CMP)} {r.randint(-2, 4)})"
+
+    # ----- statements -------------------------------------------------------------------------
+    def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
+        f = self.features
+        kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
+                             "list_shapes", "deletes", "mutation") if k in f]
+        if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
+            return super().stmt(indent, depth, in_loop, extra)
+        return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
+
+    def _block(self, indent: int, depth: int, extra: tuple) -> list[str]:
+        return self.block(indent, depth, True, extra)
+
+    def wide_int_alias(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        v, w = r.sample(program_gen.LOCALS, 2)
+        k, j = self.fresh("k"), self.fresh("k")
+        if r.random() < 0.5:  # TF's dependent_inner_for: `r += s` sees the inner loop's `s += j`
+            inner = f"range({self.stop(extra + (k,))})" if r.random() < 0.5 else \
+                f"torch.arange({self.stop(extra + (k,))}, dtype={self.dtype})"  # tensor elements, eagerly too
+            return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    {v} += {w}",
+                    f"{pad}    for {j} in {inner}:", f"{pad}        {w} += {j}"]
+        # A number the first time round, then an alias of a tensor that `+=` updates in place.
+        src = r.choice(program_gen.VARS)
+        return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    {v} += {r.randint(1, 3)}",
+                f"{pad}    {v} = {src}"]
+
+    def wide_branch_init(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        k, t = self.fresh("k"), self.fresh("t")
+        first = r.choice((f"{k} == 0", f"{k} < 1"))
+        return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    if {first}:",
+                f"{pad}        {t} = {self.int_expr(0, extra + (k,))}", f"{pad}    else:",
+                f"{pad}        {t} = {t} + {self.int_expr(1, extra + (k,))}",
+                f"{pad}    {r.choice(program_gen.LOCALS)} = {r.choice(program_gen.LOCALS)} + {t}"]
+
+    def wide_rank1(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        i, var = self.fresh("t"), r.choice(program_gen.LOCALS)
+        shape = r.choice(("[1]", "[1, 1]"))
+        lines = [f"{pad}{i} = torch.zeros({shape}, dtype={self.dtype}) + {self.int_expr(1, extra)}",
+                 f"{pad}while {i} < {r.randint(1, 6)}:", f"{pad}    {i} += 1"]
+        if r.random() < 0.7:
+            lines += [f"{pad}    if {i} > {r.randint(0, 4)}:", f"{pad}        break"]
+        return lines + [f"{pad}{var} = {var} + {i}.sum()"]
+
+    def wide_walrus(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        var, w = r.choice(program_gen.LOCALS), self.fresh("w")
+        e = self.int_expr(1, extra)
+        if r.random() < 0.4:
+            return [f"{pad}if ({w} := {e}) {r.choice(program_gen._CMP)} {r.randint(-2, 4)}:",
+                    f"{pad}    {var} = {var} + {w}", f"{pad}else:", f"{pad}    {var} = {var} - {w}"]
+        k = self.fresh("k")
+        # The counter comes first: the walrus is evaluated at least once (`w` is bound after the loop).
+        target = w if r.random() < 0.6 else var  # a walrus updating its own variable
+        value = f"{e} * {k}" if target == w else f"{var} + {e}"
+        return [f"{pad}{k} = 0", f"{pad}while {k} < {r.randint(1, 4)} and ({target} := {value}) < {r.randint(0, 8)}:",
+                f"{pad}    {k} += 1"] + self._block(indent + 1, depth + 1, extra + (k,)) + \
+               [f"{pad}{var} = {var} + {target}"]
+
+    def wide_type_checks(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        u, var = self.fresh("u"), r.choice(program_gen.LOCALS)
+        value = r.choice((f"torch.as_tensor({self.int_expr(1, extra)})",
+                          f"torch.as_tensor({r.choice(program_gen.PARAMS)})", str(r.randint(-2, 4))))
+        check = r.choice((f"type({u}) is torch.Tensor", f"type({u}) is torch.Tensor", f"isinstance({u}, torch.Tensor)",
+                          f"type({u}) is int", f"isinstance({u}, (int, float))", f"not isinstance({u}, torch.Tensor)"))
+        return [f"{pad}{u} = {value}", f"{pad}if {check}:", f"{pad}    {var} = {var} + {u}", f"{pad}else:",
+                f"{pad}    {var} = {var} - {u} * 2"]
+
+    def wide_variables(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        k, var = self.fresh("k"), r.choice(program_gen.LOCALS)
+        lines = [f"{pad}for {k} in range({self.stop(extra)}):",
+                 f"{pad}    V.{r.choice(('assign_add', 'assign_sub'))}({r.choice((k, self.int_expr(1, extra)))})"]
+        return lines + [f"{pad}{var} = {var} + V.read_value()"]
+
+    def wide_list_shapes(self, pad, indent, depth, in_loop, extra):
+        r, var = self.rng, self.rng.choice(program_gen.VARS)
+        return [f"{pad}if {self.bool_expr(0, extra)}:", f"{pad}    l.append({var} + {self.int_expr(1, extra)})",
+                f"{pad}else:", f"{pad}    l.append(torch.full({r.choice(('[1]', '[1, 1]'))}, 9, dtype={self.dtype}))"]
+
+    def wide_deletes(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        kind = r.choice(("head", "tail", "all", "name"))
+        if kind == "head":
+            return [f"{pad}if len(l) > 1:", f"{pad}    del l[1:]"]
+        if kind == "tail":
+            return [f"{pad}if len(l) > 1:", f"{pad}    del l[:-1]"]
+        if kind == "all":  # refilled at once: every read finds an element
+            return [f"{pad}del l[:]", f"{pad}l.append({self.int_expr(0, extra)})"]
+        t, var = self.fresh("t"), r.choice(program_gen.LOCALS)
+        return [f"{pad}{t} = {self.int_expr(0, extra)}", f"{pad}{var} = {var} + {t}", f"{pad}del {t}"]
+
+    def wide_mutation(self, pad, indent, depth, in_loop, extra):
+        r, e = self.rng, self.int_expr(1, extra)
+        return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
+                          f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()"))]
+
+    def program(self) -> str:
+        source = super().program()
+        if "mutation" in self.features:
+            source = source.replace("def prog(a, b, c):", "def prog(a, b, c, d):")
+        head = ["import torch", "import torch_autograph as ta", ""]
+        if "variables" in self.features:
+            head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
+        if "mutation" in self.features:
+            head += ["CAP = {'n': 0}", "CAPL = [0]"]
+        return "\n".join(head) + "\n\n\n" + source
+
+
+def generate(rng: random.Random, features: frozenset = FEATURES, floats: bool = False,
+             wide_p: float = _WIDE_STMT_P) -> str:
+    """One program; `wide_p`: how often a statement is one of `WIDE`'s (conditions in proportion)."""
+    return WideProgramGenerator(rng, features, floats, wide_p).program()
+
+
+def generate_pair(seed: int, features: frozenset = FEATURES, wide_p: float = _WIDE_STMT_P) -> tuple[str, str]:
+    """The same program for int64 tensors and, with `/` for `//`, for float64 tensors (gradients)."""
+    return (generate(random.Random(seed), features, wide_p=wide_p),
+            generate(random.Random(seed), features, floats=True, wide_p=wide_p))
+
+
+def takes_dict(prog) -> bool:
+    """Whether the program takes the dict argument `d` (the mutation feature)."""
+    return prog.__code__.co_argcount == 4
+
+
+def fresh_state(prog) -> dict:
+    """Resets what the program's calls change besides their result (V, CAP, CAPL); returns the `d` argument
+    (empty dict when the program takes none)."""
+    g = prog.__globals__
+    if "V" in g:
+        g["V"].assign(0)
+    if "CAP" in g:
+        g["CAP"].clear()
+        g["CAP"]["n"] = 0
+        g["CAPL"][:] = [0]
+    return {"k": 0, "l": [1]}
+
+
+def state_of(prog, d) -> dict:
+    """What the last call left in the objects a program changes besides its result."""
+    g, out = prog.__globals__, {}
+    if "V" in g:
+        out["V"] = g["V"].read_value()
+    if "CAP" in g:
+        out["CAP"], out["CAPL"] = dict(g["CAP"]), list(g["CAPL"])
+    if takes_dict(prog):
+        out["d"] = {"k": d["k"], "l": list(d["l"])}
+    return out

@@ -1,0 +1,54 @@
+"""The fuzz's structural rules (tests/fuzz_structure.py) on small programs whose answer is known by reading them."""
+
+import pytest
+
+import fuzz_structure
+
+ONE_BRANCH = "a variable defined in one branch only of a tensor `if`"
+LOOP_ONCE = "a variable first defined in a loop that may not run"
+TYPE_CHANGE = "a loop variable changing its type (int to float)"
+
+
+def prog(body: str) -> str:
+    return "def prog(a, b, c):\n" + "".join(f"    {line}\n" for line in body.strip().splitlines())
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("if a > 0:\n    t = 1\nreturn t", True),  # read after the `if`: live
+    ("if a > 0:\n    for k in range(2):\n        a = a + k\nreturn a", False),  # `k` read in its loop only
+    ("x = 0\nif a > 0:\n    x = 1\nreturn x", False),  # bound before
+    ("if 1 > 0:\n    t = 1\nreturn t", False),  # a Python condition
+    ("if (w := a) > 0:\n    t = w\nelse:\n    t = -w\nreturn t", False),  # both branches, walrus in the test
+])
+def test_a_name_bound_in_one_branch_breaks_the_rule_only_if_read_after_the_tensor_if(body, broken):
+    assert fuzz_structure.breaks(ONE_BRANCH, prog(body), floats=False) is broken
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("for k in range(a):\n    t = k\nreturn t", True),
+    ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\n    a = a + t\nreturn a", False),
+    ("k = 0\nwhile k < 2 and (w := a * k) < 5:\n    k += 1\nreturn w", False),  # the test runs at least once
+])
+def test_a_name_first_bound_in_a_tensor_loop_breaks_the_rule_only_if_read_after_it(body, broken):
+    assert fuzz_structure.breaks(LOOP_ONCE, prog(body), floats=False) is broken
+
+
+def test_a_loop_variable_from_an_int_to_a_float_breaks_the_type_rule():
+    body = "x = 0\nfor k in range(a):\n    x = x + a\nreturn x"
+    assert fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=True)
+    assert not fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=False)
+
+
+@pytest.mark.parametrize("body, skips", [
+    ("z = a\nz += 1\nreturn z", True),  # updates the argument `a` too
+    ("x = b + 1\ny = x\nx += 1\nreturn y", True),  # `y` sees the update
+    ("k = 0\nk += 1\nreturn k", False),  # a counter: nothing shares it
+    ("x = a + 1\nx += 2\nreturn x", False),  # a fresh tensor
+])
+def test_python_is_skipped_only_for_an_in_place_update_of_a_shared_name(body, skips):
+    assert fuzz_structure.skips_python(prog(body)) is skips
+
+
+def test_an_argument_no_other_name_holds_may_be_updated_in_place():
+    assert not fuzz_structure.skips_python(prog("b += 1\nreturn b"))
+    assert fuzz_structure.skips_python(prog("l = [b]\nb += 1\nreturn l[0]"))
