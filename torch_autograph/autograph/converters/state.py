@@ -40,6 +40,19 @@ def _accessor(qn: qual_names.QN, op: str) -> str:
     return f"ag__.{op}_item" if qn.subscript else f"ag__.{op}_attr"
 
 
+def _load(qn: qual_names.QN) -> gast.expr:
+    """The expression reading a parent symbol, its subscripts through `ag__.ld_item`: Undefined where one is missing.
+
+    `x['b']['a']` assigned in a branch is read before the `if` as `ld_item(ld_item(x, 'b'), 'a')`, not
+    `ld_item(x['b'], 'a')`: Python raises the KeyError of a missing `x['b']` at the user's assignment, in the
+    branch that runs it, not before the `if`.
+    """
+    if not qn.subscript:  # a name, or an attribute: read as written (`self.bn`), the common case stays readable
+        return _expr(qn)
+    return templates.replace_as_expression(f"{_accessor(qn, 'ld')}(parent, key)", parent=_load(qn.parent),
+                                           key=transformer.constant(qn.name))
+
+
 @dataclasses.dataclass
 class State:
     """Names (and aliased compound symbols) of one statement's state.
@@ -78,7 +91,7 @@ class State:
         elts = [transformer.name(n) for n in self.names]
         for qn, _ in self.compounds:
             elts.append(templates.replace_as_expression(
-                f"{_accessor(qn, 'ld')}(parent, key)", parent=_expr(qn.parent),
+                f"{_accessor(qn, 'ld')}(parent, key)", parent=_load(qn.parent),
                 key=transformer.constant(qn.name)))
         return gast.Tuple(elts=elts, ctx=gast.Load())
 
@@ -90,6 +103,6 @@ class State:
         out = []
         for qn, alias in self.compounds:
             out += templates.replace(f"{_accessor(qn, 'st')}(parent, key, alias)",
-                                     parent=_expr(qn.parent),
+                                     parent=_load(qn.parent),
                                      key=transformer.constant(qn.name), alias=alias)
         return out

@@ -78,7 +78,9 @@ def retval(value: Any, returned: Any = True) -> Any:
 
 
 def ld_attr(obj: Any, name: str) -> Any:
-    """`obj.name`, or Undefined if it does not exist."""
+    """`obj.name`, or Undefined if it does not exist (or `obj` does not: see `_absent`)."""
+    if _absent(obj):
+        return obj
     try:
         return getattr(obj, name)
     except AttributeError:
@@ -86,7 +88,9 @@ def ld_attr(obj: Any, name: str) -> Any:
 
 
 def st_attr(obj: Any, name: str, value: Any) -> None:
-    """`obj.name = value` (deletes it for Undefined; no-op if already that object)."""
+    """`obj.name = value` (deletes it for Undefined; no-op if already that object, or `obj` is absent)."""
+    if _absent(obj):
+        return
     try:
         current = getattr(obj, name)
     except AttributeError:
@@ -119,8 +123,17 @@ class _InPlace:
 IN_PLACE = _InPlace()
 
 
+def _absent(obj: Any) -> bool:
+    """The parent of a symbol is itself Undefined (`x['b']` of `x['b']['a']` before the branch creates it) or an
+    item of a tensor (IN_PLACE): its children read as it does, and there is nothing to store into. A branch that
+    assigns `x['b']['a']` without creating `x['b']` raises Python's KeyError at that line, as eager code does."""
+    return type(obj) is Undefined or obj is IN_PLACE
+
+
 def ld_item(obj: Any, key: Any) -> Any:
     """`obj[key]`, or Undefined if there is no such item; IN_PLACE for an item of a tensor."""
+    if _absent(obj):
+        return obj
     if type(obj) not in dispatch.PLAIN_TYPES and dispatch.writes_in_place(obj):
         return IN_PLACE
     try:
@@ -130,8 +143,8 @@ def ld_item(obj: Any, key: Any) -> Any:
 
 
 def st_item(obj: Any, key: Any, value: Any) -> None:
-    """`obj[key] = value` (deletes it for Undefined; no-op if already that object, or IN_PLACE)."""
-    if value is IN_PLACE:
+    """`obj[key] = value` (deletes it for Undefined; no-op if already that object, or IN_PLACE, or `obj` absent)."""
+    if value is IN_PLACE or _absent(obj):
         return
     try:
         current = obj[key]
