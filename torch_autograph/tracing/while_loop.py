@@ -25,7 +25,14 @@ when re-typing cannot prove the recorded operations unchanged:
 - a list that a Python number is appended to before it is promoted
   (`out.append(n); n = n + t`): the list's element type changes with it;
 - a variable first assigned in the loop whose value is a structure (a tuple
-  returned from inside the loop), or first assigned in an inner graph loop.
+  returned from inside the loop), or first assigned in an inner graph loop;
+- a Python number promoted to a tensor that an `n op= m` of numbers updated
+  (it recorded nothing; on a tensor, which the variable may alias from the
+  second iteration on, it updates in place), or whose arithmetic, recorded
+  where its result is first used, would read it after an in-place update.
+
+A promoted number starts the loop as a tensor remembered as a number
+(promoted.py): `n op= m` on it rebinds on the first iteration, as in Python.
 
 Printed form::
 
@@ -243,7 +250,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         for i, v in enumerate(inits):
             if i in carried:
                 branch.add_input(carried[i])
-                vals.append(branch.state.wrap(carried[i]))
+                wrapped = branch.state.wrap(carried[i])
+                if i in promote and isinstance(wrapped, torch.Tensor):
+                    wrapped._maybe_number = True  # a Python number on the first iteration (promoted.py)
+                vals.append(wrapped)
             else:
                 vals.append(v)
         if iterated is not None:
@@ -267,6 +277,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
             break
         if changes.relax:  # a shape that changes between iterations: trace again with those dims symbolic
             return _Retrace(promote=seen.promote, inferred=seen.define, relax=changes.relax)
+        if any(_symbol(carried[i]) in bb.state.augmented_symbols for i in changes.promote):
+            # `n op= m` on numbers recorded nothing: once `n` is a tensor the same statement may update it
+            # in place (it may alias another tensor from the second iteration on), which only a trace records.
+            return _Retrace(promote={**seen.promote, **changes.promote}, inferred={**seen.define, **changes.define})
         for mine, theirs in ((seen.promote, changes.promote), (seen.refine, changes.refine),
                              (seen.define, changes.define)):
             mine.update(theirs)
@@ -313,9 +327,14 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     return _while_node(state, cb, bb, carried, inits, iterated, required, names, bounds, origin, raw)
 
 
+def _symbol(v: Value) -> Any:
+    """The symbol standing for a run-time-number loop variable while its body is traced."""
+    return getattr(getattr(v.example, "node", None), "expr", None)
+
+
 def _promoted(v: Any, like: Value) -> Any:
     """A Python number the body turns into a tensor (`total = 0; total += t`) as a tensor of the body's type."""
-    return number_to_tensor(v, like)
+    return number_to_tensor(v, like, promoted=True)
 
 
 def _iterated_value(state: TraceState) -> Value:
