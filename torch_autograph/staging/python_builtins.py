@@ -1,5 +1,5 @@
 """Python builtins over graph values in converted code: `len`, `int`, `float`, `abs`, `min`, `max`, `any`, `all`,
-`sum`, `sorted`, `isinstance`, each giving what Python gives on the run-time values.
+`sum`, `sorted`, `isinstance`, `type`, each giving what Python gives on the run-time values.
 """
 
 from __future__ import annotations
@@ -145,10 +145,23 @@ def _isinstance(obj: Any, cls: Any) -> bool:
     return NotImplemented
 
 
+def _type(obj: Any, *rest: Any) -> Any:
+    """type() of what the value is when the graph runs: a tensor, a list, an int/float/bool."""
+    if rest:
+        return NotImplemented
+    if is_symbolic(obj):
+        return next(k for t, k in _NUMBER_TYPES.items() if isinstance(obj, t))
+    if isinstance(obj, GraphList):
+        return list
+    if isinstance(obj, GraphTensor):
+        return torch.Tensor  # graph values stand for plain tensors (a captured Parameter is read as itself)
+    return NotImplemented
+
+
 BUILTINS: dict[Any, Callable] = {
     builtins.len: _len, builtins.int: _int, builtins.float: _float, builtins.abs: _abs,
     builtins.min: _reduce(builtins.min, lambda x: x.min()), builtins.max: _reduce(builtins.max, lambda x: x.max()),
     builtins.any: _reduce(builtins.any, lambda x: x.bool().any()),
     builtins.all: _reduce(builtins.all, lambda x: x.bool().all()),
-    builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance,
+    builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance, builtins.type: _type,
 }

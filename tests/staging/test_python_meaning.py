@@ -1,0 +1,72 @@
+"""Converted code means what the Python means on constructs found in code nobody here wrote.
+
+Each program runs in plain Python / eager PyTorch and through one
+`ta.function` on several inputs; a Python number the eager run returns comes
+back from the graph as a 0-d tensor of the same value.
+"""
+
+import torch
+
+import torch_autograph as ta
+
+
+def same(got, expected):
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected), (got, expected)
+        for g, e in zip(got, expected):
+            same(g, e)
+        return
+    if isinstance(expected, torch.Tensor):
+        assert isinstance(got, torch.Tensor) and got.dtype == expected.dtype, (got, expected)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        return
+    assert torch.as_tensor(got).item() == expected, (got, expected)
+
+
+def check(fn, *argsets):
+    traced = ta.function(fn)
+    for args in argsets:
+        same(traced(*args), fn(*args))
+    return traced
+
+
+# ----- item 3: type() of a graph value is the type of what it stands for ------------------------------
+def type_is_tensor(x):
+    if type(x) is torch.Tensor:
+        return x + 1
+    return x - 1
+
+
+def type_of_numbers_and_lists(x, n):
+    k = int(n)
+    out = []
+    for v in x:
+        out.append(v)
+    y = x * 1
+    if type(k) is int and type(k * 0.5) == float:
+        y = y * 2
+    if type(out) is list and type(x[0]) in (torch.Tensor,):
+        y = y + 10
+    return y
+
+
+def type_in_a_called_function(x):
+    def kind(v):
+        return type(v).__name__
+    return x * 2 if kind(x) == "Tensor" else x
+
+
+def test_type_of_a_graph_tensor_is_torch_tensor():
+    check(type_is_tensor, (torch.tensor([1.0, 2.0]),), (torch.tensor(3),))
+    check(type_of_numbers_and_lists, (torch.tensor([1.0, 2.0]), torch.tensor(3)), (torch.tensor([5.0]), torch.tensor(0)))
+    check(type_in_a_called_function, (torch.tensor([1.0, 2.0]),), (torch.tensor([4.0]),))
+
+
+def test_type_of_plain_values_is_unchanged_in_converted_code():
+    def f(a, b, c):
+        return type(a), type(b), type(c), type("T", (), {}).__name__
+
+    converted = ta.autograph.to_graph(f)
+    assert converted(1, 2.5, [1]) == f(1, 2.5, [1]) == (int, float, list, "T")
+    t = torch.nn.Parameter(torch.ones(1))
+    assert converted(t, None, ())[:3] == (torch.nn.Parameter, type(None), tuple)
