@@ -20,7 +20,7 @@ import gast
 from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
                                                   conditional_expressions, continue_statements,
                                                   control_flow, directives, functions, lists,
-                                                  logical_expressions, return_statements,
+                                                  logical_expressions, named_expressions, return_statements,
                                                   slices, variables)
 from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_info, parser,
                                             reaching_definitions, transformer)
@@ -32,7 +32,8 @@ from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_inf
 # Each converter is skipped when the node types it rewrites do not occur.
 _PER_SCOPE_EARLY = ((break_statements, (gast.Break, gast.For, gast.While)),
                     (continue_statements, (gast.Continue,)),
-                    (return_statements, (gast.Return,)))
+                    (return_statements, (gast.Return,)),
+                    (named_expressions, (gast.NamedExpr,)))
 _WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute, gast.AugAssign, gast.Delete)),
                (slices, (gast.Subscript,)), (call_trees, (gast.Call,)))
 _WHOLE_TREE_LATE = ((conditional_expressions, (gast.IfExp,)),

@@ -52,13 +52,15 @@ from .. import nest
 from ..graph import Effect, Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
 from . import lists
-from .branches import (SCALAR_DTYPES, UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
+from .branches import (UNSET, Branch, as_tensor_in, check_predicate, describe, leaf_kind,
                        number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
 from .context import current
 from .locations import user_location
+from .loop_vars import (carried_value, element_fits, final_value, fits_loop_var, iterated_value, loop_name,
+                        placeholder_init, shape_words)
 from .retype import retype
-from .symbols import OutputDim, constant_of, is_graph_value, same_dim
+from .symbols import constant_of, is_graph_value, same_dim
 from .trace import TraceState
 
 
@@ -184,7 +186,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
             leaf_invariants[k] = shape
             state.root.notes.append(
                 f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
-                f"{where(origin)}: its dims {_shape_words(shape)} are symbolic (None: known only when the graph runs)")
+                f"{where(origin)}: its dims {shape_words(shape)} are symbolic (None: known only when the graph runs)")
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -196,10 +198,6 @@ def _python_while(cond_fn: Callable, body_fn: Callable, loop_vars: tuple, maximu
         loop_vars = tuple(body_fn(*loop_vars))
         i += 1
     return loop_vars
-
-
-def _loop_name(names: Sequence[str] | None, i: int) -> str:
-    return names[i] if names and i < len(names) else f"loop_var_{i}"
 
 
 @dataclass
@@ -241,9 +239,9 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
         if leaf_kind(v) not in ("object", "unset"):
-            carried[i] = _carried_value(state, i, v, refined.get(i), invariants, names, origin)
+            carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin)
     required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
-    iterated = _iterated_value(state) if required else None
+    iterated = iterated_value(state) if required else None
 
     def structured(branch: Branch) -> list[Any]:
         vals = []
@@ -291,7 +289,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         mapping: dict[int, Value] = {}
         for i, like in changes.promote.items():
             inits[i] = _promoted(inits[i], like)
-            new = _carried_value(state, i, inits[i], None, invariants, names, origin, reuse=carried[i].name)
+            new = carried_value(state, i, inits[i], None, invariants, names, origin, reuse=carried[i].name)
             mapping[id(carried[i])] = carried[i] = new
         for i, new in changes.refine.items():
             mapping[id(carried[i])] = carried[i] = new
@@ -300,13 +298,13 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
                 return retrace
             for i, init in changes.define.items():
                 inits[i] = init
-                carried[i] = _carried_value(state, i, init, None, invariants, names, origin)
+                carried[i] = carried_value(state, i, init, None, invariants, names, origin)
                 cb.add_input(carried[i])
                 bb.add_input(carried[i])
             carried = dict(sorted(carried.items()))
             if iterated is None and any(i in require for i in changes.define):
                 required = [i for i in changes.define if i in require]
-                iterated = _iterated_value(state)
+                iterated = iterated_value(state)
                 cb.add_input(iterated)
                 bb.add_input(iterated)
         full = retype((cb.graph, bb.graph), mapping)
@@ -337,71 +335,6 @@ def _promoted(v: Any, like: Value) -> Any:
     return number_to_tensor(v, like, promoted=True)
 
 
-def _iterated_value(state: TraceState) -> Value:
-    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
-
-
-def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
-                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
-    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
-
-    A tensor keeps its static dims and the symbols of its initial value, except dims the shape invariant
-    leaves open (None), which get fresh size symbols, read from the loop variable itself.
-    """
-    kind = leaf_kind(v)
-    name = reuse or state.fresh_name(_loop_name(names, i))
-    if kind == "pyscalar":
-        value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
-        return value
-    meta = refined or state.to_value(v)
-    if meta.kind is ValueKind.SCALAR:
-        value = Value(name, meta.dtype, (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
-        return value
-    if meta.kind is ValueKind.LIST:
-        return Value(name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
-    shape: tuple = meta.shape
-    if i in invariants:
-        inv = invariants[i]
-        if inv is None or len(inv) != len(shape):
-            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
-                             f"which does "
-                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}: a graph loop "
-                             f"variable keeps its rank.")
-        if not all(d is None or same_dim(d, s) or not isinstance(d, int) for d, s in zip(inv, shape)):
-            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
-                             f"which does "
-                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}.")
-        # A dim that changes between iterations is known only when the graph runs; its size on entry is the
-        # hint library code deciding on it gets (`nonzero length?` in attention), each such decision a checked
-        # assumption, as for an input's symbolic dim.
-        hints = tuple(s if d is None and type(s) is int else None for d, s in zip(inv, shape))
-        shape = tuple(None if d is None else s for d, s in zip(inv, shape))
-    else:
-        hints = None
-    requires_grad = bool(getattr(meta.example, "requires_grad", False))
-    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
-    value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
-    for d, size in enumerate(value.shape):
-        if shape[d] is None:
-            state.symbols.output_dim(size, value, d)
-    return value
-
-
-def _fits_loop_var(state: TraceState, shape: tuple, lv: Value) -> bool:
-    """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
-    if len(shape) != len(lv.shape):
-        return False
-    for out, dim in zip(shape, lv.shape):
-        if same_dim(out, dim):
-            continue
-        source = state.symbols.sources.get(dim.node.expr) if isinstance(dim, torch.SymInt) else None
-        if not (isinstance(source, OutputDim) and source.value is lv):
-            return False
-    return True
-
-
 def _checks_iteration(g: Graph) -> bool:
     """Whether a loop nested in `g` initializes a variable first assigned in it (a run-time check).
 
@@ -430,12 +363,12 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
     """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
     changes = _Changes()
     for i, (init, r) in enumerate(zip(inits, raw)):
-        name, out = _loop_name(names, i), body_out[i]
+        name, out = loop_name(names, i), body_out[i]
         if i not in carried:
             if init is UNSET and r is not UNSET:
                 # First assigned inside the loop: start it at a placeholder of the type the body gives
                 # it, checked at run time to have run at least once.
-                changes.define[i] = _placeholder_init(r, name, origin)
+                changes.define[i] = placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in ("tensor", "scalar", "pyscalar") and init is None:
@@ -459,7 +392,7 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
                                 f"{_raw_words(r, out)} after "
                                 f"one iteration.")
-            if r.dtype is not None and (lv.dtype is None or not _element_fits(r.shape, lv.shape)):
+            if r.dtype is not None and (lv.dtype is None or not element_fits(r.shape, lv.shape)):
                 dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
@@ -474,10 +407,10 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
             raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        if lv.kind is ValueKind.TENSOR and not _fits_loop_var(state, oshape, lv):
+        if lv.kind is ValueKind.TENSOR and not fits_loop_var(state, oshape, lv):
             if len(oshape) != len(lv.shape):
-                raise ValueError(f"{quoted(name)} has shape {_shape_words(lv.shape)} before the loop, but shape "
-                                 f"{_shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
+                raise ValueError(f"{quoted(name)} has shape {shape_words(lv.shape)} before the loop, but shape "
+                                 f"{shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
                                  f"keeps its rank.")
             changes.relax[i] = tuple(d if same_dim(d, o) else None for d, o in zip(lv.shape, oshape))
     return changes
@@ -512,8 +445,8 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     final: dict[int, Value] = {}
     requires_grad: dict[int, bool] = {}
     for i, lv in carried.items():
-        final[i], requires_grad[i] = _final_value(state, lv, inits[i], raw[i], _loop_name(names, i))
-    final_iterated = _iterated_value(state) if iterated is not None else None
+        final[i], requires_grad[i] = final_value(state, lv, inits[i], raw[i], loop_name(names, i))
+    final_iterated = iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
     target = WhileOp(loop_values, max_iter, checks_iteration=iterated is not None, trip_count=trips)
@@ -527,27 +460,11 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
                 subgraphs=(cb.graph, bb.graph))
     state.add_node(node)
     if final_iterated is not None:
-        missing = ", ".join(f"{quoted(_loop_name(names, i))}" for i in required)
+        missing = ", ".join(f"{quoted(loop_name(names, i))}" for i in required)
         check(state.wrap(final_iterated),
               f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
     return tuple(state.wrap(final[i], requires_grad=requires_grad[i]) if i in final else inits[i]
                  for i in range(len(inits)))
-
-
-def _final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str) -> tuple[Value, bool]:
-    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols."""
-    if lv.kind is not ValueKind.TENSOR:
-        return Value(state.fresh_name(name), lv.dtype, lv.shape, lv.device, lv.kind), False
-    requires_grad = bool(getattr(lv.example, "requires_grad", False)) or bool(
-        isinstance(out, Value) and getattr(out.example, "requires_grad", False))
-    open_dims = {d for d, size in enumerate(lv.shape) if isinstance(size, torch.SymInt) and isinstance(
-        state.symbols.sources.get(size.node.expr), OutputDim) and state.symbols.sources[size.node.expr].value is lv}
-    shape = tuple(None if d in open_dims else size for d, size in enumerate(lv.shape))
-    example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
-    value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
-    for d in open_dims:
-        state.symbols.output_dim(value.shape[d], value, d)
-    return value, requires_grad
 
 
 def _safe_eq(a: Any, b: Any) -> bool:
@@ -565,38 +482,3 @@ def _cond_output(cb: Branch, pred: Any, origin: SourceLocation | None) -> Any:
     return bool(pred)
 
 
-def _shape_words(shape: Any) -> str:
-    if shape is None:
-        return "<unknown rank>"
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
-    """A stand-in initial value of `v`'s type (a Value or a Python number) for a variable first assigned in a loop."""
-    if isinstance(v, Value):
-        if v.kind is ValueKind.SCALAR:
-            return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
-        if v.kind is ValueKind.LIST:
-            return lists.new_list([])
-        # Never read, but of the body's shape where that is known before the loop (a size of the inputs), so
-        # the loop variable keeps one shape (an exported loop needs that); other sizes known only later are 0.
-        shape = tuple(d if type(d) is int else _or_zero(lists.input_size(d)) for d in v.shape)
-        return torch.zeros(shape, dtype=v.dtype, device=v.device)
-    if type(v) in SCALAR_DTYPES:
-        return type(v)()
-    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
-                     f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
-                     f"are tensors and Python numbers.")
-
-
-def _or_zero(d: Any) -> Any:
-    return 0 if d is None else d
-
-
-def _element_fits(shape: tuple | None, element: tuple | None) -> bool:
-    """Whether list elements of `shape` fit a list whose elements are `element` (None dims: any size)."""
-    if element is None:
-        return True
-    if shape is None or len(shape) != len(element):
-        return False
-    return all(e is None or same_dim(s, e) for s, e in zip(shape, element))
