@@ -7,7 +7,8 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -126,7 +127,8 @@ class TorchStagingBackend:
             return test_fn(*_restore(vals, init_vars))
 
         def body(*vals: Any) -> tuple:
-            return _unset_in(body_fn(*_restore(vals, init_vars)))
+            with _defined_before_loop(init_vars, names, origin):
+                return _unset_in(body_fn(*_restore(vals, init_vars)))
 
         invariants = _invariants(options, names)
         out = while_module.while_loop(test, body, inits, names=tuple(names), shape_invariants=invariants,
@@ -151,7 +153,8 @@ class TorchStagingBackend:
             return more and extra
 
         def body(k: Any, *vals: Any) -> tuple:
-            new = body_fn(get(k), *_restore(vals, init_vars))
+            with _defined_before_loop(init_vars, names, origin):
+                new = body_fn(get(k), *_restore(vals, init_vars))
             return (k + 1,) + _unset_in(new)
 
         require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined]
@@ -199,6 +202,27 @@ class TorchStagingBackend:
         for item in items:
             target = lists.append(target, item)
         return target
+
+
+@contextmanager
+def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin) -> Iterator[None]:
+    """A variable first assigned in a graph loop and read in it where it may be unassigned: say so at the loop.
+
+    Both branches of a graph `if` in the body are traced, so a read on the path that does not assign it
+    (`if i == 0: a = 1 else: a = a + 1`) fails while tracing, whichever path runs first. As TensorFlow, the
+    variable must then be given a value before the loop.
+    """
+    try:
+        yield
+    except UnboundLocalError as e:
+        unset = [n for n, v in zip(names, init_vars) if type(v) is Undefined and f"'{n}'" in str(e)]
+        if not unset:
+            raise
+        raise ValueError(
+            f"'{unset[0]}' must be defined before the loop at {origin} (`{origin.source_line}`): it is first "
+            f"assigned inside the loop, and the loop body reads it on a path where it is not assigned yet "
+            f"({e}). The loop's condition is a graph value, so its body is traced once for all iterations, "
+            f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
 
 
 def _logical_and(a: Any, b: Any) -> Any:
