@@ -70,3 +70,74 @@ def test_type_of_plain_values_is_unchanged_in_converted_code():
     assert converted(1, 2.5, [1]) == f(1, 2.5, [1]) == (int, float, list, "T")
     t = torch.nn.Parameter(torch.ones(1))
     assert converted(t, None, ())[:3] == (torch.nn.Parameter, type(None), tuple)
+
+
+# ----- item 7: conditions on 1-element tensors of any rank, as `bool(t)` allows ----------------------
+def while_on_rank1_counter_with_break(x):
+    i = torch.zeros([1])
+    while i < 10:
+        i += x
+        if i > 5:
+            break
+    return i
+
+
+def if_rank1_and_python_number(x, a):
+    if x < 10 and a > 0:
+        return x + 1
+    return x
+
+
+def if_rank2_or_rank0(x, y):
+    if x.sum(0, keepdim=True).reshape(1, 1) > 4 or y < 0:
+        return x * 2
+    return x
+
+
+def for_with_break_on_rank1(x):
+    s = torch.zeros([1, 1])
+    for v in x:
+        s = s + v
+        if s > 2:
+            break
+    return s
+
+
+def test_conditions_on_one_element_tensors_of_any_rank():
+    check(while_on_rank1_counter_with_break, (torch.ones(1),), (torch.tensor([4.]),))
+    check(if_rank1_and_python_number, (torch.tensor([3]), 2), (torch.tensor([30]), 2))
+    check(if_rank1_and_python_number, (torch.tensor([3]), -1))
+    check(if_rank2_or_rank0, (torch.tensor([1., 2.]), torch.tensor(1.)), (torch.tensor([3., 2.]), torch.tensor(1.)),
+          (torch.tensor([1., 0.]), torch.tensor(-1.)))
+    check(for_with_break_on_rank1, (torch.tensor([1., 1., 1., 1.]),), (torch.tensor([0.5, 0.5]),))
+
+
+# ----- item 8: and/or over operands of different kinds, as Python evaluates them ----------------------
+def and_float_with_bool(m):
+    if m + 1 and m > 1:
+        return m * 2
+    return m
+
+
+def and_with_none(m, y=None):
+    if m > 0 and y:
+        return m
+    return -m
+
+
+def or_in_ternary_test(y):
+    return y + 1 if y or y < 2 else y ** 2
+
+
+def not_of_mixed_or(m, k):
+    while not (m > 5 or k == 3):
+        m = m + 1
+        k = k + 1
+    return m, k
+
+
+def test_and_or_of_mixed_kinds_in_tests():
+    check(and_float_with_bool, (torch.tensor(2.),), (torch.tensor(-1.),), (torch.tensor(0.5),))
+    check(and_with_none, (torch.tensor(2.),), (torch.tensor(-3.),))
+    check(or_in_ternary_test, (torch.tensor(2.),), (torch.tensor(0.),), (torch.tensor(-4.),))
+    check(not_of_mixed_or, (torch.tensor(0.), 0), (torch.tensor(4.), 2))

@@ -91,10 +91,15 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     scopes = transformer.nested_functions(node) + [node]
     if gast.While in kinds or gast.For in kinds:
         directives.transform(node, ctx)
+    tests_and_or = gast.BoolOp in kinds
+    if tests_and_or:
+        logical_expressions.mark_tests(node)
     for conv, triggers in _PER_SCOPE_EARLY:
         if not kinds.isdisjoint(triggers):
             for scope in scopes:
                 conv.transform(scope, ctx)
+    if tests_and_or or not kinds.isdisjoint((gast.Break, gast.Return)):
+        logical_expressions.mark_tests(node)  # and the tests lowered jumps made
     for conv, triggers in _WHOLE_TREE:
         if not kinds.isdisjoint(triggers):
             conv.transform(node, ctx)

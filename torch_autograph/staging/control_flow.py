@@ -105,6 +105,16 @@ class TorchStagingBackend:
         return _both_branches(origin, lambda: cond_module.cond(
             left, lambda: left, right_thunk, names=("<or>",), origin=location(origin)))
 
+    def truth(self, value: Any, origin: Origin) -> Any:
+        if is_scalar(value):  # a run-time number: Python's truth of it
+            return traced(value if isinstance(value, torch.SymBool) else value != 0)
+        if isinstance(value, GraphTensor) and value.dim() > 0 and all(d == 1 for d in value.shape if type(d) is int) \
+                and all(type(d) is int for d in value.shape):
+            value = value.reshape(())  # `bool(t)` of any 1-element tensor, as Python allows
+        if isinstance(value, GraphTensor) and value.dim() == 0 and value.dtype is not torch.bool:
+            return value != 0
+        return value  # a bool, or a tensor whose use as a condition is checked where it is used
+
     def not_(self, value: Any, origin: Origin) -> Any:
         if is_scalar(value):  # a run-time number: Python's `not`
             return traced(torch.sym_not(value) if isinstance(value, torch.SymBool) else value == 0)
