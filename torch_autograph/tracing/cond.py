@@ -147,7 +147,8 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
         vb = _as_float(fb, b, vb)
     promoted = promoted or _maybe_number(a) or _maybe_number(b)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
-        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb,
+                                                     f"{quoted(name)} in the branches of the `if`{where(origin)}") \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
         return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False, False
     if va is None:

@@ -393,7 +393,8 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                                 f"{_raw_words(r, out)} after "
                                 f"one iteration.")
             if r.dtype is not None and (lv.dtype is None or not element_fits(r.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r,
+                                                             f"{quoted(name)} in the loop{where(origin)}")
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
                 raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
