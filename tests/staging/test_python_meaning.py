@@ -141,3 +141,28 @@ def test_and_or_of_mixed_kinds_in_tests():
     check(and_with_none, (torch.tensor(2.),), (torch.tensor(-3.),))
     check(or_in_ternary_test, (torch.tensor(2.),), (torch.tensor(0.),), (torch.tensor(-4.),))
     check(not_of_mixed_or, (torch.tensor(0.), 0), (torch.tensor(4.), 2))
+
+
+# ----- item 12: `del` of a slice of a list --------------------------------------------------------------
+def del_slices_of_python_lists(x):
+    l = [x, x * 2, x * 3]
+    del l[:]
+    m = [x, x + 1, x + 2, x + 3]
+    del m[1:3]
+    del m[::-2]
+    return len(l), m[0], len(m)
+
+
+def del_slice_of_a_graph_list(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * i)
+    del out[1:]
+    return torch.stack(out)
+
+
+def test_del_of_a_slice():
+    check(del_slices_of_python_lists, (torch.ones(1),), (torch.tensor([2., 3.]),))
+    check(del_slice_of_a_graph_list, (torch.ones(1), torch.tensor(4)), (torch.tensor([2.]), torch.tensor(2)))
+    converted = ta.autograph.to_graph(del_slices_of_python_lists)
+    assert converted(5) == del_slices_of_python_lists(5)
