@@ -166,3 +166,22 @@ def test_del_of_a_slice():
     check(del_slice_of_a_graph_list, (torch.ones(1), torch.tensor(4)), (torch.tensor([2.]), torch.tensor(2)))
     converted = ta.autograph.to_graph(del_slices_of_python_lists)
     assert converted(5) == del_slices_of_python_lists(5)
+
+
+# ----- item 11: int() / float() / bool() chains of run-time numbers ---------------------------------------
+def number_conversion_chain(t):
+    n = int(t)
+    f = float(n)
+    b = bool(f)
+    return torch.tensor(b) * t, bool(n - 3), bool(t > 2), int(f * 1.5) + 1, float(b)
+
+
+def bool_of_a_run_time_number_decides_a_branch(t, x):
+    if bool(int(t) % 2):
+        return x + 1
+    return x - 1
+
+
+def test_number_conversion_chains_of_run_time_numbers():
+    check(number_conversion_chain, (torch.tensor(3),), (torch.tensor(0),), (torch.tensor(-5),))
+    check(bool_of_a_run_time_number_decides_a_branch, (torch.tensor(3), torch.ones(2)), (torch.tensor(4), torch.ones(2)))

@@ -1,4 +1,4 @@
-"""Python builtins over graph values in converted code: `len`, `int`, `float`, `abs`, `min`, `max`, `any`, `all`,
+"""Python builtins over graph values in converted code: `len`, `int`, `float`, `bool`, `abs`, `min`, `max`, `any`, `all`,
 `sum`, `sorted`, `isinstance`, `type`, each giving what Python gives on the run-time values.
 """
 
@@ -51,6 +51,15 @@ def _float(x: Any) -> Any:
         return to_scalar(x, float)
     if is_symbolic(x):
         return x if isinstance(x, torch.SymFloat) else traced(torch.sym_float(x))
+    return NotImplemented
+
+
+def _bool(x: Any = False) -> Any:
+    """bool() of a run-time number or one-element graph tensor: a bool known when the graph runs."""
+    if isinstance(x, GraphTensor):
+        return to_scalar(x, bool)
+    if is_symbolic(x):
+        return x if isinstance(x, torch.SymBool) else traced(x != 0)
     return NotImplemented
 
 
@@ -159,7 +168,7 @@ def _type(obj: Any, *rest: Any) -> Any:
 
 
 BUILTINS: dict[Any, Callable] = {
-    builtins.len: _len, builtins.int: _int, builtins.float: _float, builtins.abs: _abs,
+    builtins.len: _len, builtins.int: _int, builtins.float: _float, builtins.bool: _bool, builtins.abs: _abs,
     builtins.min: _reduce(builtins.min, lambda x: x.min()), builtins.max: _reduce(builtins.max, lambda x: x.max()),
     builtins.any: _reduce(builtins.any, lambda x: x.bool().any()),
     builtins.all: _reduce(builtins.all, lambda x: x.bool().all()),
