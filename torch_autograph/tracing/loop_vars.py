@@ -45,7 +45,9 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
     shape: tuple = meta.shape
     if i in invariants:
         inv = invariants[i]
-        if inv is None or len(inv) != len(shape):
+        if inv is None:  # any shape (TensorFlow's unknown rank); a graph loop variable keeps its rank
+            inv = (None,) * len(shape)
+        if len(inv) != len(shape):
             raise ValueError(f"{quoted(loop_name(names, i))} has shape {shape_words(shape)} before the loop, "
                              f"which does "
                              f"not conform with the shape invariant {shape_words(inv)}{where(origin)}: a graph loop "
