@@ -72,3 +72,48 @@ def test_variant_variable_with_python_bounds_is_plain_python():
     traced = ta.function(loop_initializing_variant_variable)
     for n in (1, 2, 4):
         assert traced(n) == loop_initializing_variant_variable(n)
+
+
+# ----- a variable first assigned in a Python loop inside a graph `if` of a graph loop ------------------
+def assigned_in_branch_of_tensor_for(x):
+    s = x * 0
+    for v in x:
+        if v > 0:
+            for k in range(2):
+                t3 = v * k
+            s = s + t3
+    return s
+
+
+def assigned_in_branch_of_tensor_while(x):
+    s = x.sum() * 0
+    i = torch.tensor(0)
+    while i < 3:
+        if x[i] > 1:
+            for k in range(3):
+                t3 = x[i] + k
+            s = s + t3
+        i += 1
+    return s
+
+
+def assigned_in_nested_branches(x):
+    s = x * 0
+    for v in x:
+        if v > 0:
+            if v > 2:
+                t3 = v * 3
+            else:
+                t3 = v
+            s = s + t3
+    return s
+
+
+def test_variable_first_assigned_in_one_branch_of_a_loop_body_matches_eager():
+    for fn in (assigned_in_branch_of_tensor_for, assigned_in_nested_branches):
+        traced = ta.function(fn)
+        for x in (torch.tensor([1., -2., 3.]), torch.tensor([-1., -1., -1.]), torch.tensor([4., 0.5, 2.])):
+            torch.testing.assert_close(traced(x), fn(x))
+    traced = ta.function(assigned_in_branch_of_tensor_while)
+    for x in (torch.tensor([1., 2., 3.]), torch.tensor([0., 0., 5.])):
+        torch.testing.assert_close(traced(x), assigned_in_branch_of_tensor_while(x))

@@ -84,7 +84,7 @@ class TorchStagingBackend:
                     raise _ListMutated(changed)
                 raw[key] = out
                 if key == "f":
-                    check_branch_outputs(names, raw["t"], out, origin)
+                    _check_branches(names, init_vars, raw["t"], out, origin)
                 return _unset_in(out)
 
             return run
@@ -233,6 +233,29 @@ def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin)
             f"assigned inside the loop, and the loop body reads it on a path where it is not assigned yet "
             f"({e}). The loop's condition is a graph value, so its body is traced once for all iterations, "
             f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
+
+
+def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:
+    """`check_branch_outputs`; a variable undefined before the `if` and defined in one branch only is
+    `FirstAssignedInBranch`, which an enclosing graph loop first assigning it resolves."""
+    try:
+        check_branch_outputs(names, true_out, false_out, origin)
+    except ValueError as e:
+        for name, b, t, f in zip(names, before, true_out, false_out):
+            if type(b) is Undefined and (type(t) is Undefined) != (type(f) is Undefined) and f"'{name}'" in str(e):
+                defined = f if type(t) is Undefined else t
+                raise while_module.FirstAssignedInBranch(str(e), name, _example_of(defined)) from None
+        raise
+
+
+def _example_of(v: Any) -> Any:
+    """What a placeholder of `v`'s type is made from: its graph Value, or a Python number of its kind."""
+    if isinstance(v, (GraphTensor, GraphList)):
+        return v._value
+    if is_scalar(v):
+        return {torch.SymBool: False, torch.SymFloat: 0.0}.get(next(t for t in (torch.SymBool, torch.SymFloat,
+                                                                               torch.SymInt) if isinstance(v, t)), 0)
+    return v
 
 
 def _logical_and(a: Any, b: Any) -> Any:

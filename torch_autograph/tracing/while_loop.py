@@ -113,6 +113,19 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
+class FirstAssignedInBranch(ValueError):
+    """A graph `if` whose branches do not both define `name`, undefined before it (`example`: the defined value).
+
+    An enclosing graph loop for which `name` is first assigned in the loop gives it a placeholder and traces
+    again; otherwise this is the user's error, as its message says.
+    """
+
+    def __init__(self, message: str, name: str, example: Any) -> None:
+        super().__init__(message)
+        self.name = name
+        self.example = example
+
+
 class _ListGrew(Exception):
     def __init__(self, index: int) -> None:
         self.index = index
@@ -175,8 +188,18 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
     for _ in range(8):
-        result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                            bounds, origin, promote, leaf_require, refined, inferred)
+        try:
+            result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
+                                bounds, origin, promote, leaf_require, refined, inferred)
+        except FirstAssignedInBranch as e:
+            # A variable first assigned in this loop, in one branch of a graph `if` of its body: as in
+            # TensorFlow, it starts at a placeholder of that type, which the other branch carries on.
+            k = next((k for k, n in enumerate(leaf_names) if n == e.name and flat[k] is UNSET and k not in inferred),
+                     None)
+            if k is None:
+                raise
+            inferred[k] = placeholder_init(e.example, e.name, origin)
+            continue
         if not isinstance(result, _Retrace):
             return pack(result)
         promote.update(result.promote)
