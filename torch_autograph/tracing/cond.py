@@ -76,7 +76,15 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         return true_fn() if pred else false_fn()
     origin = origin or user_location()
     p = state.to_value(pred)
-    check_predicate(p, "if statement", origin)
+    try:
+        check_predicate(p, "if statement", origin)
+    except ValueError as e:
+        if state.parent is None:
+            raise  # fails at every call
+        # In a branch or loop body, which may never run: an error only when it runs, as in Python.
+        never = torch.zeros((), dtype=torch.bool)
+        check(never, str(e), origin)
+        p = state.to_value(never)
     tb, fb = Branch("true", state), Branch("false", state)
     t_out = tb.run(true_fn)
     f_out = fb.run(false_fn)
