@@ -208,6 +208,9 @@ class MetaEngine:
         if isinstance(data, Value) and data.kind is ValueKind.LIST and data.dtype is not None and data.shape == ():
             # A graph list of numbers (0-d tensors): a vector as long as the list is when the graph runs.
             return TensorMeta(self.example((None,), kwargs.get("dtype") or data.dtype, device), device)
+        if isinstance(data, Value) and data.kind is ValueKind.TENSOR and not all(type(d) is int for d in data.shape):
+            # `torch.tensor(t)` of a tensor is a copy of it: its shape, symbolic dims included.
+            return TensorMeta(self.example(tuple(data.shape), kwargs.get("dtype") or data.dtype, device), device)
         a, k = _strip_device(func, map_nest(zero, args), map_nest(zero, kwargs))
         with torch._C.DisableTorchFunction():
             out = func(*a, **{**k, "device": "meta"})
