@@ -199,6 +199,10 @@ class FakeBackend:
         self.calls["or_"] += 1
         return Staged(unwrap(left) or unwrap(right_thunk()))
 
+    def truth(self, value, origin):
+        self.calls["truth"] += 1
+        return Staged(bool(unwrap(value)))
+
     def not_(self, value, origin):
         self.calls["not_"] += 1
         return Staged(not unwrap(value))

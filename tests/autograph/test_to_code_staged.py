@@ -79,7 +79,7 @@ def fizzbuzz(max_num):
                 return ()
             ag__.if_stmt(num % 3 == 0, if_true_1, if_false_1, (), ())
             return ()
-        ag__.if_stmt(ag__.and_(num % 3 == 0, lambda: num % 5 == 0), if_true, if_false, (), ())
+        ag__.if_stmt(ag__.and_(num % 3 == 0, lambda: num % 5 == 0, True), if_true, if_false, (), ())
         counter += 1
         return (counter,)
     counter, = ag__.for_stmt(ag__.converted_call(range, (max_num,), None), None, loop_body, (counter,), ('counter',))

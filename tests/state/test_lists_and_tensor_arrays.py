@@ -126,7 +126,7 @@ def test_list_element_dtype_must_stay_the_same():
         ta.function(f)(X, torch.tensor(2))
     msg = _notes(info.value)
     filename, lineno = line_of(f, "# <-").split(":")
-    assert "appending to lst" in msg and "torch.float32 elements and got torch.int32" in msg
+    assert "appending to a graph list at" in msg and "`lst.append(x.int())" in msg and "torch.float32 elements and got torch.int32" in msg
     assert f'{filename}", line {lineno}' in msg
 
 

@@ -20,7 +20,7 @@ import gast
 from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
                                                   conditional_expressions, continue_statements,
                                                   control_flow, directives, functions, lists,
-                                                  logical_expressions, return_statements,
+                                                  logical_expressions, named_expressions, return_statements,
                                                   slices, variables)
 from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_info, parser,
                                             reaching_definitions, transformer)
@@ -32,7 +32,8 @@ from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_inf
 # Each converter is skipped when the node types it rewrites do not occur.
 _PER_SCOPE_EARLY = ((break_statements, (gast.Break, gast.For, gast.While)),
                     (continue_statements, (gast.Continue,)),
-                    (return_statements, (gast.Return,)))
+                    (return_statements, (gast.Return,)),
+                    (named_expressions, (gast.NamedExpr,)))
 _WHOLE_TREE = ((asserts, (gast.Assert,)), (lists, (gast.Attribute, gast.AugAssign, gast.Delete)),
                (slices, (gast.Subscript,)), (call_trees, (gast.Call,)))
 _WHOLE_TREE_LATE = ((conditional_expressions, (gast.IfExp,)),
@@ -90,10 +91,15 @@ def transform_function(node: gast.AST, ctx: transformer.ConversionContext) -> ga
     scopes = transformer.nested_functions(node) + [node]
     if gast.While in kinds or gast.For in kinds:
         directives.transform(node, ctx)
+    tests_and_or = gast.BoolOp in kinds
+    if tests_and_or:
+        logical_expressions.mark_tests(node)
     for conv, triggers in _PER_SCOPE_EARLY:
         if not kinds.isdisjoint(triggers):
             for scope in scopes:
                 conv.transform(scope, ctx)
+    if tests_and_or or not kinds.isdisjoint((gast.Break, gast.Return)):
+        logical_expressions.mark_tests(node)  # and the tests lowered jumps made
     for conv, triggers in _WHOLE_TREE:
         if not kinds.isdisjoint(triggers):
             conv.transform(node, ctx)

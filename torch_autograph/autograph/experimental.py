@@ -19,7 +19,8 @@ def set_loop_options(shape_invariants: Optional[Sequence[tuple[Any, Any]]] = Non
 
     Args:
         shape_invariants: `(variable, shape)` pairs; a `None` dimension may
-            change between iterations.
+            change between iterations, and a shape of `None` lets every
+            dimension change (the rank stays: a graph loop variable keeps it).
         maximum_iterations: stop after this many iterations.
         parallel_iterations: accepted for TF compatibility; ignored.
         swap_memory: accepted for TF compatibility; ignored.

@@ -2,12 +2,13 @@
 
 AutoGraph (`autograph/`, torch-free) asks "is this a graph value?" and, when
 it is, calls the methods of `TorchStagingBackend`; they build `cond` /
-`while` nodes with `tracing.cond` and `tracing.while_loop`.
+`while` nodes with `subtraces.cond` and `subtraces.while_loop`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -104,7 +105,7 @@ class TorchStagingBackend:
                     raise _ListMutated(changed)
                 raw[key] = out
                 if key == "f":
-                    check_branch_outputs(names, raw["t"], out, origin)
+                    _check_branches(names, init_vars, raw["t"], out, origin)
                 return _unset_in(out)
 
             return run
@@ -124,6 +125,16 @@ class TorchStagingBackend:
     def or_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
         return _both_branches(origin, lambda: cond_module.cond(
             left, lambda: left, right_thunk, names=("<or>",), origin=location(origin)))
+
+    def truth(self, value: Any, origin: Origin) -> Any:
+        if is_scalar(value):  # a run-time number: Python's truth of it
+            return traced(value if isinstance(value, torch.SymBool) else value != 0)
+        if isinstance(value, GraphTensor) and value.dim() > 0 and all(d == 1 for d in value.shape if type(d) is int) \
+                and all(type(d) is int for d in value.shape):
+            value = value.reshape(())  # `bool(t)` of any 1-element tensor, as Python allows
+        if isinstance(value, GraphTensor) and value.dim() == 0 and value.dtype is not torch.bool:
+            return value != 0
+        return value  # a bool, or a tensor whose use as a condition is checked where it is used
 
     def not_(self, value: Any, origin: Origin) -> Any:
         if is_scalar(value):  # a run-time number: Python's `not`
@@ -147,7 +158,8 @@ class TorchStagingBackend:
             return test_fn(*_restore(vals, init_vars))
 
         def body(*vals: Any) -> tuple:
-            return _unset_in(body_fn(*_restore(vals, init_vars)))
+            with _defined_before_loop(init_vars, names, origin):
+                return _unset_in(body_fn(*_restore(vals, init_vars)))
 
         invariants = _invariants(options, names)
         out = while_module.while_loop(test, body, inits, names=tuple(names), shape_invariants=invariants,
@@ -172,7 +184,8 @@ class TorchStagingBackend:
             return more and extra
 
         def body(k: Any, *vals: Any) -> tuple:
-            new = body_fn(get(k), *_restore(vals, init_vars))
+            with _defined_before_loop(init_vars, names, origin):
+                new = body_fn(get(k), *_restore(vals, init_vars))
             return (k + 1,) + _unset_in(new)
 
         require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined]
@@ -220,6 +233,50 @@ class TorchStagingBackend:
         for item in items:
             target = lists.append(target, item)
         return target
+
+
+@contextmanager
+def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin) -> Iterator[None]:
+    """A variable first assigned in a graph loop and read in it where it may be unassigned: say so at the loop.
+
+    Both branches of a graph `if` in the body are traced, so a read on the path that does not assign it
+    (`if i == 0: a = 1 else: a = a + 1`) fails while tracing, whichever path runs first. As TensorFlow, the
+    variable must then be given a value before the loop.
+    """
+    try:
+        yield
+    except UnboundLocalError as e:
+        unset = [n for n, v in zip(names, init_vars) if type(v) is Undefined and f"'{n}'" in str(e)]
+        if not unset:
+            raise
+        raise ValueError(
+            f"'{unset[0]}' must be defined before the loop at {origin} (`{origin.source_line}`): it is first "
+            f"assigned inside the loop, and the loop body reads it on a path where it is not assigned yet "
+            f"({e}). The loop's condition is a graph value, so its body is traced once for all iterations, "
+            f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
+
+
+def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:
+    """`check_branch_outputs`; a variable undefined before the `if` and defined in one branch only is
+    `FirstAssignedInBranch`, which an enclosing graph loop first assigning it resolves."""
+    try:
+        check_branch_outputs(names, true_out, false_out, origin)
+    except ValueError as e:
+        for name, b, t, f in zip(names, before, true_out, false_out):
+            if type(b) is Undefined and (type(t) is Undefined) != (type(f) is Undefined) and f"'{name}'" in str(e):
+                defined = f if type(t) is Undefined else t
+                raise while_module.FirstAssignedInBranch(str(e), name, _example_of(defined)) from None
+        raise
+
+
+def _example_of(v: Any) -> Any:
+    """What a placeholder of `v`'s type is made from: its graph Value, or a Python number of its kind."""
+    if isinstance(v, (GraphTensor, GraphList)):
+        return v._value
+    if is_scalar(v):
+        return {torch.SymBool: False, torch.SymFloat: 0.0}.get(next(t for t in (torch.SymBool, torch.SymFloat,
+                                                                               torch.SymInt) if isinstance(v, t)), 0)
+    return v
 
 
 def _logical_and(a: Any, b: Any) -> Any:

@@ -1,5 +1,5 @@
-"""Python builtins over graph values in converted code: `len`, `int`, `float`, `abs`, `min`, `max`, `any`, `all`,
-`sum`, `sorted`, `isinstance`, each giving what Python gives on the run-time values.
+"""Python builtins over graph values in converted code: `len`, `int`, `float`, `bool`, `abs`, `min`, `max`, `any`, `all`,
+`sum`, `sorted`, `isinstance`, `type`, each giving what Python gives on the run-time values.
 """
 
 from __future__ import annotations
@@ -52,6 +52,15 @@ def _float(x: Any) -> Any:
         return to_scalar(x, float)
     if is_symbolic(x):
         return x if isinstance(x, torch.SymFloat) else traced(torch.sym_float(x))
+    return NotImplemented
+
+
+def _bool(x: Any = False) -> Any:
+    """bool() of a run-time number or one-element graph tensor: a bool known when the graph runs."""
+    if isinstance(x, GraphTensor):
+        return to_scalar(x, bool)
+    if is_symbolic(x):
+        return x if isinstance(x, torch.SymBool) else traced(x != 0)
     return NotImplemented
 
 
@@ -147,10 +156,23 @@ def _isinstance(obj: Any, cls: Any) -> bool:
     return NotImplemented
 
 
+def _type(obj: Any, *rest: Any) -> Any:
+    """type() of what the value is when the graph runs: a tensor, a list, an int/float/bool."""
+    if rest:
+        return NotImplemented
+    if is_symbolic(obj):
+        return next(k for t, k in _NUMBER_TYPES.items() if isinstance(obj, t))
+    if isinstance(obj, GraphList):
+        return list
+    if isinstance(obj, GraphTensor):
+        return torch.Tensor  # graph values stand for plain tensors (a captured Parameter is read as itself)
+    return NotImplemented
+
+
 BUILTINS: dict[Any, Callable] = {
-    builtins.len: _len, builtins.int: _int, builtins.float: _float, builtins.abs: _abs,
+    builtins.len: _len, builtins.int: _int, builtins.float: _float, builtins.bool: _bool, builtins.abs: _abs,
     builtins.min: _reduce(builtins.min, lambda x: x.min()), builtins.max: _reduce(builtins.max, lambda x: x.max()),
     builtins.any: _reduce(builtins.any, lambda x: x.bool().any()),
     builtins.all: _reduce(builtins.all, lambda x: x.bool().all()),
-    builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance,
+    builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance, builtins.type: _type,
 }

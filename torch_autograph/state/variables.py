@@ -35,6 +35,7 @@ from ..graph.walkers import iter_leaves, map_nest
 from ..tracing.context import current, outside_trace
 from ..tracing.locations import user_location
 from ..tracing.recording import run_or_record
+from ..tracing.symbols import is_symbolic
 from ..tracing.tensor import GraphTensor
 
 # Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
@@ -492,6 +493,9 @@ def _check_value(var: Variable, kind: str, value: Any, target_shape: tuple | Non
     loc = user_location()
     if isinstance(value, _TensorLike):
         value = value._read()
+    if is_symbolic(value) and current() is not None:
+        # A number known only when the graph runs (`for i in range(n)` over a tensor `n`): a graph tensor.
+        value = torch.as_tensor(value, dtype=var.dtype)
     if not isinstance(value, (torch.Tensor, GraphTensor)):
         with init_scope():  # a Python value becomes a constant tensor, not graph ops
             value = _python_value_as_tensor(var, kind, value, loc)

@@ -78,7 +78,15 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         return true_fn() if pred else false_fn()
     origin = origin or user_location()
     p = state.to_value(pred)
-    check_predicate(p, "if statement", origin)
+    try:
+        check_predicate(p, "if statement", origin)
+    except ValueError as e:
+        if state.parent is None:
+            raise  # fails at every call
+        # In a branch or loop body, which may never run: an error only when it runs, as in Python.
+        never = torch.zeros((), dtype=torch.bool)
+        check(never, str(e), origin)
+        p = state.to_value(never)
     tb, fb = Branch("true", state), Branch("false", state)
     t_out = tb.run(true_fn)
     f_out = fb.run(false_fn)
@@ -154,7 +162,8 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     if vb is None and lists.is_list_value(va):
         vb = _unset_in(fb, va)
     if isinstance(va, Value) and isinstance(vb, Value) and va.kind is vb.kind is ValueKind.LIST:
-        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb, quoted(name)) \
+        dtype, shape, device = lists.merge_elements(va if va.dtype is not None else None, vb,
+                                                     f"{quoted(name)} in the branches of the `if`{where(origin)}") \
             if vb.dtype is not None else (va.dtype, va.shape, va.device)
         return va, vb, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST), False, False
     if va is None:

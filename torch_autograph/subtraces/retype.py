@@ -76,14 +76,21 @@ def _reads_changed(node: Node, mapping: dict[int, Value]) -> bool:
 def _retype_graph(g: Graph, mapping: dict[int, Value]) -> None:
     g.inputs = [mapping.get(id(v), v) for v in g.inputs]
     kept = []
+    updated = False  # whether a node so far may update a tensor in place
     for node in g.nodes:
         if not _reads_changed(node, mapping):
             kept.append(node)
+        elif updated and isinstance(node.op.target, Expression):
+            # Numbers' arithmetic is recorded where its result is first used, not where the user's code
+            # computed it: on a tensor that an earlier node may update in place, only a trace records the
+            # read in program order.
+            raise _CannotRetype
         elif node.op.converts_number:
             _drop_conversion(node, mapping)
         else:
             _retype_node(node, mapping)
             kept.append(node)
+        updated = updated or node.stateful
     g.nodes = kept
     g.outputs = substitute(g.outputs, mapping)
 

@@ -25,7 +25,14 @@ when re-typing cannot prove the recorded operations unchanged:
 - a list that a Python number is appended to before it is promoted
   (`out.append(n); n = n + t`): the list's element type changes with it;
 - a variable first assigned in the loop whose value is a structure (a tuple
-  returned from inside the loop), or first assigned in an inner graph loop.
+  returned from inside the loop), or first assigned in an inner graph loop;
+- a Python number promoted to a tensor that an `n op= m` of numbers updated
+  (it recorded nothing; on a tensor, which the variable may alias from the
+  second iteration on, it updates in place), or whose arithmetic, recorded
+  where its result is first used, would read it after an in-place update.
+
+A promoted number starts the loop as a tensor remembered as a number
+(promoted.py): `n op= m` on it rebinds on the first iteration, as in Python.
 
 Printed form::
 
@@ -45,13 +52,15 @@ from .. import nest
 from ..graph import Effect, Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..tracing import lists
-from .branches import (SCALAR_DTYPES, UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
+from .branches import (UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
                        number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
 from .cond import check
 from ..tracing.context import current
 from ..tracing.locations import user_location
+from .loop_vars import (carried_value, element_fits, final_value, fits_loop_var, iterated_value, loop_name,
+                        placeholder_init, shape_words)
 from .retype import retype
-from ..tracing.symbols import OutputDim, constant_of, is_graph_value, same_dim
+from ..tracing.symbols import constant_of, is_graph_value, same_dim
 from ..tracing.trace import TraceState
 
 
@@ -102,6 +111,19 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_va
         except _UnsetTakesStructure as found:
             structured_unset[found.index] = found.value
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
+
+
+class FirstAssignedInBranch(ValueError):
+    """A graph `if` whose branches do not both define `name`, undefined before it (`example`: the defined value).
+
+    An enclosing graph loop for which `name` is first assigned in the loop gives it a placeholder and traces
+    again; otherwise this is the user's error, as its message says.
+    """
+
+    def __init__(self, message: str, name: str, example: Any) -> None:
+        super().__init__(message)
+        self.name = name
+        self.example = example
 
 
 class _ListGrew(Exception):
@@ -166,8 +188,18 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
     for _ in range(8):
-        result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                            bounds, origin, promote, leaf_require, refined, inferred)
+        try:
+            result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
+                                bounds, origin, promote, leaf_require, refined, inferred)
+        except FirstAssignedInBranch as e:
+            # A variable first assigned in this loop, in one branch of a graph `if` of its body: as in
+            # TensorFlow, it starts at a placeholder of that type, which the other branch carries on.
+            k = next((k for k, n in enumerate(leaf_names) if n == e.name and flat[k] is UNSET and k not in inferred),
+                     None)
+            if k is None:
+                raise
+            inferred[k] = placeholder_init(e.example, e.name, origin)
+            continue
         if not isinstance(result, _Retrace):
             return pack(result)
         promote.update(result.promote)
@@ -177,7 +209,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
             leaf_invariants[k] = shape
             state.root.notes.append(
                 f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
-                f"{where(origin)}: its dims {_shape_words(shape)} are symbolic (None: known only when the graph runs)")
+                f"{where(origin)}: its dims {shape_words(shape)} are symbolic (None: known only when the graph runs)")
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
 
 
@@ -189,10 +221,6 @@ def _python_while(cond_fn: Callable, body_fn: Callable, loop_vars: tuple, maximu
         loop_vars = tuple(body_fn(*loop_vars))
         i += 1
     return loop_vars
-
-
-def _loop_name(names: Sequence[str] | None, i: int) -> str:
-    return names[i] if names and i < len(names) else f"loop_var_{i}"
 
 
 @dataclass
@@ -234,16 +262,19 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     carried: dict[int, Value] = {}
     for i, v in enumerate(inits):
         if leaf_kind(v) not in (Leaf.OBJECT, Leaf.UNSET):
-            carried[i] = _carried_value(state, i, v, refined.get(i), invariants, names, origin)
+            carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin)
     required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
-    iterated = _iterated_value(state) if required else None
+    iterated = iterated_value(state) if required else None
 
     def structured(branch: Branch) -> list[Any]:
         vals = []
         for i, v in enumerate(inits):
             if i in carried:
                 branch.add_input(carried[i])
-                vals.append(branch.state.wrap(carried[i]))
+                wrapped = branch.state.wrap(carried[i])
+                if i in promote and isinstance(wrapped, torch.Tensor):
+                    wrapped._maybe_number = True  # a Python number on the first iteration (promoted.py)
+                vals.append(wrapped)
             else:
                 vals.append(v)
         if iterated is not None:
@@ -267,6 +298,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
             break
         if changes.relax:  # a shape that changes between iterations: trace again with those dims symbolic
             return _Retrace(promote=seen.promote, inferred=seen.define, relax=changes.relax)
+        if any(_symbol(carried[i]) in bb.state.augmented_symbols for i in changes.promote):
+            # `n op= m` on numbers recorded nothing: once `n` is a tensor the same statement may update it
+            # in place (it may alias another tensor from the second iteration on), which only a trace records.
+            return _Retrace(promote={**seen.promote, **changes.promote}, inferred={**seen.define, **changes.define})
         for mine, theirs in ((seen.promote, changes.promote), (seen.refine, changes.refine),
                              (seen.define, changes.define)):
             mine.update(theirs)
@@ -277,7 +312,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         mapping: dict[int, Value] = {}
         for i, like in changes.promote.items():
             inits[i] = _promoted(inits[i], like)
-            new = _carried_value(state, i, inits[i], None, invariants, names, origin, reuse=carried[i].name)
+            new = carried_value(state, i, inits[i], None, invariants, names, origin, reuse=carried[i].name)
             mapping[id(carried[i])] = carried[i] = new
         for i, new in changes.refine.items():
             mapping[id(carried[i])] = carried[i] = new
@@ -286,13 +321,13 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
                 return retrace
             for i, init in changes.define.items():
                 inits[i] = init
-                carried[i] = _carried_value(state, i, init, None, invariants, names, origin)
+                carried[i] = carried_value(state, i, init, None, invariants, names, origin)
                 cb.add_input(carried[i])
                 bb.add_input(carried[i])
             carried = dict(sorted(carried.items()))
             if iterated is None and any(i in require for i in changes.define):
                 required = [i for i in changes.define if i in require]
-                iterated = _iterated_value(state)
+                iterated = iterated_value(state)
                 cb.add_input(iterated)
                 bb.add_input(iterated)
         full = retype((cb.graph, bb.graph), mapping)
@@ -313,74 +348,14 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     return _while_node(state, cb, bb, carried, inits, iterated, required, names, bounds, origin, raw)
 
 
+def _symbol(v: Value) -> Any:
+    """The symbol standing for a run-time-number loop variable while its body is traced."""
+    return getattr(getattr(v.example, "node", None), "expr", None)
+
+
 def _promoted(v: Any, like: Value) -> Any:
     """A Python number the body turns into a tensor (`total = 0; total += t`) as a tensor of the body's type."""
-    return number_to_tensor(v, like)
-
-
-def _iterated_value(state: TraceState) -> Value:
-    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
-
-
-def _carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
-                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
-    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
-
-    A tensor keeps its static dims and the symbols of its initial value, except dims the shape invariant
-    leaves open (None), which get fresh size symbols, read from the loop variable itself.
-    """
-    kind = leaf_kind(v)
-    name = reuse or state.fresh_name(_loop_name(names, i))
-    if kind == Leaf.PYSCALAR:
-        value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
-        return value
-    meta = refined or state.to_value(v)
-    if meta.kind is ValueKind.SCALAR:
-        value = Value(name, meta.dtype, (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
-        return value
-    if meta.kind is ValueKind.LIST:
-        return Value(name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
-    shape: tuple = meta.shape
-    if i in invariants:
-        inv = invariants[i]
-        if inv is None or len(inv) != len(shape):
-            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
-                             f"which does "
-                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}: a graph loop "
-                             f"variable keeps its rank.")
-        if not all(d is None or same_dim(d, s) or not isinstance(d, int) for d, s in zip(inv, shape)):
-            raise ValueError(f"{quoted(_loop_name(names, i))} has shape {_shape_words(shape)} before the loop, "
-                             f"which does "
-                             f"not conform with the shape invariant {_shape_words(inv)}{where(origin)}.")
-        # A dim that changes between iterations is known only when the graph runs; its size on entry is the
-        # hint library code deciding on it gets (`nonzero length?` in attention), each such decision a checked
-        # assumption, as for an input's symbolic dim.
-        hints = tuple(s if d is None and type(s) is int else None for d, s in zip(inv, shape))
-        shape = tuple(None if d is None else s for d, s in zip(inv, shape))
-    else:
-        hints = None
-    requires_grad = bool(getattr(meta.example, "requires_grad", False))
-    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
-    value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
-    for d, size in enumerate(value.shape):
-        if shape[d] is None:
-            state.symbols.output_dim(size, value, d)
-    return value
-
-
-def _fits_loop_var(state: TraceState, shape: tuple, lv: Value) -> bool:
-    """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
-    if len(shape) != len(lv.shape):
-        return False
-    for out, dim in zip(shape, lv.shape):
-        if same_dim(out, dim):
-            continue
-        source = state.symbols.sources.get(dim.node.expr) if isinstance(dim, torch.SymInt) else None
-        if not (isinstance(source, OutputDim) and source.value is lv):
-            return False
-    return True
+    return number_to_tensor(v, like, promoted=True)
 
 
 def _checks_iteration(g: Graph) -> bool:
@@ -411,12 +386,12 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
     """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
     changes = _Changes()
     for i, (init, r) in enumerate(zip(inits, raw)):
-        name, out = _loop_name(names, i), body_out[i]
+        name, out = loop_name(names, i), body_out[i]
         if i not in carried:
             if init is UNSET and r is not UNSET:
                 # First assigned inside the loop: start it at a placeholder of the type the body gives
                 # it, checked at run time to have run at least once.
-                changes.define[i] = _placeholder_init(r, name, origin)
+                changes.define[i] = placeholder_init(r, name, origin)
                 continue
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in (Leaf.TENSOR, Leaf.SCALAR, Leaf.PYSCALAR) and init is None:
@@ -440,8 +415,9 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 raise TypeError(f"{quoted(name)} is a list before the loop{where(origin)} but "
                                 f"{_raw_words(r, out)} after "
                                 f"one iteration.")
-            if r.dtype is not None and (lv.dtype is None or not _element_fits(r.shape, lv.shape)):
-                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r, quoted(name))
+            if r.dtype is not None and (lv.dtype is None or not element_fits(r.shape, lv.shape)):
+                dtype, shape, device = lists.merge_elements(lv if lv.dtype is not None else None, r,
+                                                             f"{quoted(name)} in the loop{where(origin)}")
                 changes.refine[i] = Value(lv.name, dtype, shape, device, ValueKind.LIST)
             elif r.dtype is not None and r.dtype != lv.dtype:
                 raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
@@ -455,10 +431,10 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
             raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        if lv.kind is ValueKind.TENSOR and not _fits_loop_var(state, oshape, lv):
+        if lv.kind is ValueKind.TENSOR and not fits_loop_var(state, oshape, lv):
             if len(oshape) != len(lv.shape):
-                raise ValueError(f"{quoted(name)} has shape {_shape_words(lv.shape)} before the loop, but shape "
-                                 f"{_shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
+                raise ValueError(f"{quoted(name)} has shape {shape_words(lv.shape)} before the loop, but shape "
+                                 f"{shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
                                  f"keeps its rank.")
             changes.relax[i] = tuple(d if same_dim(d, o) else None for d, o in zip(lv.shape, oshape))
     return changes
@@ -493,8 +469,8 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
     final: dict[int, Value] = {}
     requires_grad: dict[int, bool] = {}
     for i, lv in carried.items():
-        final[i], requires_grad[i] = _final_value(state, lv, inits[i], raw[i], _loop_name(names, i))
-    final_iterated = _iterated_value(state) if iterated is not None else None
+        final[i], requires_grad[i] = final_value(state, lv, inits[i], raw[i], loop_name(names, i))
+    final_iterated = iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])
     target = WhileOp(loop_values, max_iter, checks_iteration=iterated is not None, trip_count=trips)
@@ -508,27 +484,11 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
                 subgraphs=(cb.graph, bb.graph))
     state.add_node(node)
     if final_iterated is not None:
-        missing = ", ".join(f"{quoted(_loop_name(names, i))}" for i in required)
+        missing = ", ".join(f"{quoted(loop_name(names, i))}" for i in required)
         check(state.wrap(final_iterated),
               f"loop must iterate at least once to initialize {missing}{where(origin)}", origin)
     return tuple(state.wrap(final[i], requires_grad=requires_grad[i]) if i in final else inits[i]
                  for i in range(len(inits)))
-
-
-def _final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str) -> tuple[Value, bool]:
-    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols."""
-    if lv.kind is not ValueKind.TENSOR:
-        return Value(state.fresh_name(name), lv.dtype, lv.shape, lv.device, lv.kind), False
-    requires_grad = bool(getattr(lv.example, "requires_grad", False)) or bool(
-        isinstance(out, Value) and getattr(out.example, "requires_grad", False))
-    open_dims = {d for d, size in enumerate(lv.shape) if isinstance(size, torch.SymInt) and isinstance(
-        state.symbols.sources.get(size.node.expr), OutputDim) and state.symbols.sources[size.node.expr].value is lv}
-    shape = tuple(None if d in open_dims else size for d, size in enumerate(lv.shape))
-    example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
-    value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
-    for d in open_dims:
-        state.symbols.output_dim(value.shape[d], value, d)
-    return value, requires_grad
 
 
 def _safe_eq(a: Any, b: Any) -> bool:
@@ -546,38 +506,3 @@ def _cond_output(cb: Branch, pred: Any, origin: SourceLocation | None) -> Any:
     return bool(pred)
 
 
-def _shape_words(shape: Any) -> str:
-    if shape is None:
-        return "<unknown rank>"
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
-    """A stand-in initial value of `v`'s type (a Value or a Python number) for a variable first assigned in a loop."""
-    if isinstance(v, Value):
-        if v.kind is ValueKind.SCALAR:
-            return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
-        if v.kind is ValueKind.LIST:
-            return lists.new_list([])
-        # Never read, but of the body's shape where that is known before the loop (a size of the inputs), so
-        # the loop variable keeps one shape (an exported loop needs that); other sizes known only later are 0.
-        shape = tuple(d if type(d) is int else _or_zero(lists.input_size(d)) for d in v.shape)
-        return torch.zeros(shape, dtype=v.dtype, device=v.device)
-    if type(v) in SCALAR_DTYPES:
-        return type(v)()
-    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
-                     f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
-                     f"are tensors and Python numbers.")
-
-
-def _or_zero(d: Any) -> Any:
-    return 0 if d is None else d
-
-
-def _element_fits(shape: tuple | None, element: tuple | None) -> bool:
-    """Whether list elements of `shape` fit a list whose elements are `element` (None dims: any size)."""
-    if element is None:
-        return True
-    if shape is None or len(shape) != len(element):
-        return False
-    return all(e is None or same_dim(s, e) for s, e in zip(shape, element))

@@ -204,9 +204,24 @@ def merge_elements(a: Value | None, b: Any, what: str) -> tuple[torch.dtype | No
     if b.dtype != a.dtype:
         raise TypeError(f"{what}: a graph list holds tensors of one dtype; it has {a.dtype} elements and got "
                         f"{b.dtype}")
-    if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+    if a.shape is not None and b.shape is not None and len(a.shape) != len(b.shape):
+        # Reading an element needs its rank: a list whose element rank is known only at run time is no graph list.
+        raise TypeError(f"{what}: a graph list holds tensors of one rank; it has elements of shape "
+                        f"{_shape_text(a.shape)} and got one of shape {_shape_text(b.shape)}. Give every element "
+                        f"the same number of dims (reshape it), or keep separate lists")
+    if a.shape is None or b.shape is None:
         return a.dtype, None, a.device
     return a.dtype, tuple(_visible(x) if same_dim(x, y) else None for x, y in zip(a.shape, b.shape)), a.device
+
+
+def _shape_text(shape: tuple) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _user_words(what: str) -> str:
+    """`what` a graph list op does, at the user's line (its internal name would mean nothing to the user)."""
+    loc = user_location()
+    return f"{what} a graph list at {loc} (`{loc.line}`)" if loc is not None else f"{what} a graph list"
 
 
 def input_size(d: Any) -> Any:
@@ -312,13 +327,13 @@ def _as_list(g: Any) -> GraphList:
 
 def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
-    item, meta = _new_element(lst, item, f"appending to {lst._value.name}")
+    item, meta = _new_element(lst, item, _user_words("appending to"))
     return _as_list(_record(list_append, "append", (lst, item), meta, writes=True))
 
 
 def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
-    item, meta = _new_element(lst, item, f"inserting into {lst._value.name}")
+    item, meta = _new_element(lst, item, _user_words("inserting into"))
     return _as_list(_record(list_insert, "insert", (lst, index, item), meta, writes=True))
 
 
@@ -336,7 +351,7 @@ def _new_element(lst: GraphList, item: Any, what: str) -> tuple[Any, ListMeta]:
 
 def setitem(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst[index] = item` (an index); returns the list value after it (the same run-time list)."""
-    item, meta = _new_element(lst, item, f"assigning an element of {lst._value.name}")
+    item, meta = _new_element(lst, item, _user_words("assigning an element of"))
     return _as_list(_record(list_setitem, "setitem", (lst, index, item), meta, writes=True))
 
 

@@ -208,6 +208,9 @@ class MetaEngine:
         if isinstance(data, Value) and data.kind is ValueKind.LIST and data.dtype is not None and data.shape == ():
             # A graph list of numbers (0-d tensors): a vector as long as the list is when the graph runs.
             return TensorMeta(self.example((None,), kwargs.get("dtype") or data.dtype, device), device)
+        if isinstance(data, Value) and data.kind is ValueKind.TENSOR and not all(type(d) is int for d in data.shape):
+            # `torch.tensor(t)` of a tensor is a copy of it: its shape, symbolic dims included.
+            return TensorMeta(self.example(tuple(data.shape), kwargs.get("dtype") or data.dtype, device), device)
         a, k = _strip_device(func, map_nest(zero, args), map_nest(zero, kwargs))
         with torch._C.DisableTorchFunction():
             out = func(*a, **{**k, "device": "meta"})
@@ -399,8 +402,13 @@ def _fresh(hit: Any) -> Any:
     """A memo hit with new example tensors (a trace may later mark an example requires_grad or keep it)."""
     if isinstance(hit, TensorMeta):
         ex = hit.example
-        return TensorMeta(meta_example(tuple(ex.shape), ex.dtype, tuple(ex.stride()), ex.requires_grad),
-                          hit.device, hit.requires_grad)
+        fresh = meta_example(tuple(ex.shape), ex.dtype, tuple(ex.stride()), ex.requires_grad)
+        if ex.grad_fn is not None:
+            # An op's result is no leaf: an in-place op on it is allowed (on a leaf that requires grad,
+            # autograd refuses it), whatever was traced before.
+            with torch._C.DisableTorchFunction():
+                fresh = fresh.clone()
+        return TensorMeta(fresh, hit.device, hit.requires_grad)
     if isinstance(hit, tuple) and not isinstance(hit, torch.Size):
         items = [_fresh(h) for h in hit]
         return type(hit)(*items) if hasattr(hit, "_fields") else type(hit)(items)
@@ -463,7 +471,9 @@ def _key_of(obj: Any) -> Any:
         ex = obj.example
         if obj.kind is not ValueKind.TENSOR or not _is_meta(ex):
             raise _NotStatic
-        return (obj.kind, ex.dtype, tuple(ex.shape), tuple(ex.stride()), obj.device, ex.requires_grad)
+        # Leaf or not decides whether an in-place op may run on it (autograd): part of the key.
+        return (obj.kind, ex.dtype, tuple(ex.shape), tuple(ex.stride()), obj.device, ex.requires_grad,
+                ex.grad_fn is None)
     if isinstance(obj, SYMBOLIC):
         raise _NotStatic
     if isinstance(obj, (list, tuple)):

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from .context import current
+
 _OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
 _COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 _AUGMENTED = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_", "floordiv": "floor_divide_",
@@ -56,10 +58,23 @@ def _binary(base: type, name: str) -> Any:
 record_augmented: Any = None
 
 
+def _note_augmented(base: Any) -> None:
+    """`n op= m` of numbers leaves no node: a loop that later makes `n` a tensor must trace its body again,
+    so that the statement is recorded as the augmented assignment it is (a tensor's is in place). Notes
+    the symbols `n` is made of, in this trace and those enclosing it."""
+    symbols = getattr(getattr(base, "node", None), "expr", None)
+    symbols = getattr(symbols, "free_symbols", ())
+    state = current()
+    while state is not None and symbols:
+        state.augmented_symbols.update(symbols)
+        state = state.parent
+
+
 def _augmented(core: str) -> Any:
     def op(self: Any, other: Any) -> Any:
         if _is_tensor(other):
             return record_augmented(_AUGMENTED[core], self, other)
+        _note_augmented(self)
         return traced(getattr(operator, core if core not in ("and", "or") else core + "_")(self, other))
 
     op.__name__ = f"__i{core}__"

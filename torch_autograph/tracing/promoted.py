@@ -66,7 +66,9 @@ class Augmented:
 
     def __call__(self, a: torch.Tensor, b: Any) -> torch.Tensor:
         if is_promoted(a):
-            return _remember(self.function(a, b))
+            out = self.function(a, b)
+            # A number op= a tensor is a tensor in Python (`total = 0; total += t`): updated in place next time.
+            return out if isinstance(b, torch.Tensor) and not is_promoted(b) else _remember(out)
         return getattr(a, self.method)(b)
 
     def __repr__(self) -> str:

@@ -77,6 +77,21 @@ class GraphTensor(torch.Tensor, Traced):
         # as the aten op.
         return record(func, args, kwargs or {})
 
+    # `torch.nn.Parameter(t)` of a tensor subclass marks the detached tensor with `_is_param`: a Parameter
+    # made while tracing (`nn.Linear(...)` inside the function) would be new at every eager call but frozen
+    # into the graph, the case TensorFlow's rule (Variables are created on the first trace only) is for.
+    @property
+    def _is_param(self) -> bool:
+        return False
+
+    @_is_param.setter
+    def _is_param(self, value: bool) -> None:
+        raise not_allowed(self, "creating a torch.nn.Parameter (e.g. constructing an nn.Module) inside the "
+                          "function", "create the module or Parameter once, outside the function (in the "
+                          "module's __init__, or before the first call), and call or read it inside: a function "
+                          "creates no Parameters, as a tf.function creates Variables only on its first trace, "
+                          "because each eager call would make new ones", ValueError)
+
     def raw_requires_grad(self) -> bool:
         """The requires_grad flag this graph value was made with (no question asked of the trace)."""
         with torch._C.DisableTorchFunction():

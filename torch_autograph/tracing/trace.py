@@ -66,6 +66,7 @@ class TraceState:
         self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
+        self.augmented_symbols: set = set()  # symbols of numbers `n` of an `n op= m` traced here (numbers.py)
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions

@@ -5,7 +5,8 @@
 
 Calls that must see the caller's frame or that only make sense as
 written stay as they are: `print`, `super`, `locals`, `globals`, `vars`,
-`dir`, `eval`, `exec`, and the generated `ag__.*` calls. A zero-argument
+`dir`, `eval`, `exec` (Python's builtins, not a user's function of that name),
+and the generated `ag__.*` calls. A zero-argument
 `super()` gets its arguments spelled out, because control flow conversion may
 move it into a generated inner function where Python cannot infer them:
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import gast
 
-from torch_autograph.autograph.pyct import transformer
+import builtins
+
+from torch_autograph.autograph.pyct import activity, transformer
 
 # As TF: these either inspect the calling frame (super, locals, ...) or are
 # trace-time side effects users expect verbatim (print).
@@ -25,8 +28,19 @@ UNCONVERTED_NAMES = frozenset({"print", "super", "locals", "globals", "vars", "d
 
 
 class _CallTreeTransformer(transformer.Transformer):
-    def __init__(self) -> None:
+    def __init__(self, ctx: transformer.ConversionContext) -> None:
         self.functions: list = []
+        self.ctx = ctx
+        self._rebound: dict[str, bool] = {}
+
+    def _is_builtin(self, name: str) -> bool:
+        """Whether `name` is Python's builtin of that name here (not a user's local, global or closure name)."""
+        if any(name in activity.function_locals(fn) for fn in self.functions):
+            return False
+        if name not in self._rebound:
+            found = self.ctx.namespace(name)
+            self._rebound[name] = found is not transformer.MISSING and found is not getattr(builtins, name, None)
+        return not self._rebound[name]
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
         self.functions.append(node)
@@ -46,7 +60,7 @@ class _CallTreeTransformer(transformer.Transformer):
         self.generic_visit(node)
         if transformer.is_ag_call(node):
             return node
-        if isinstance(node.func, gast.Name) and node.func.id in UNCONVERTED_NAMES:
+        if isinstance(node.func, gast.Name) and node.func.id in UNCONVERTED_NAMES and self._is_builtin(node.func.id):
             if node.func.id == "super" and not node.args and not node.keywords:
                 self._explicit_super(node)
             return node
@@ -65,6 +79,6 @@ class _CallTreeTransformer(transformer.Transformer):
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
-    t = _CallTreeTransformer()
+    t = _CallTreeTransformer(ctx)
     t.functions.append(fn)
     t.generic_visit(fn)

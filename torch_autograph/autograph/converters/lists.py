@@ -6,6 +6,7 @@
         s += l.pop(0)                      s += ag__.list_popped((popped := ag__.list_pop(l, 0)), (l := popped[0]))
         l.insert(0, x)                     l = ag__.list_insert(l, 0, x)
         del l[i]                           l = ag__.list_delitem(l, i)
+        del l[1:]                          l = ag__.list_delitem(l, slice(1, None, None))
         l.extend(x)                        l = ag__.list_extend(l, x)
         l += [x]                           l = ag__.list_iadd(l, [x])
         self.out.append(x)                 ag__.st_attr(self, 'out', ag__.list_append(self.out, x))
@@ -184,7 +185,7 @@ class _ListTransformer(transformer.Transformer):
                     and not (isinstance(t.slice, gast.Constant) and isinstance(t.slice.value, str))):
                 # `del l[i]`, but not `del d['key']` (a dict entry: its own state, see state.py).
                 out.append(_store(t.value, templates.replace_as_expression(
-                    "ag__.list_delitem(l, i)", l=_load(t.value), i=t.slice)))
+                    "ag__.list_delitem(l, i)", l=_load(t.value), i=_index_value(t.slice))))
             else:
                 out.append(gast.Delete(targets=[t]))
         return transformer.copy_location(out, node)
@@ -252,3 +253,13 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     t = _ListTransformer(ctx)
     t.local = _local_names(fn)
     t.generic_visit(fn)
+
+
+def _index_value(index: gast.expr) -> gast.expr:
+    """A subscript's index as an argument: `a:b:c` is no expression outside brackets, `slice(a, b, c)` is."""
+    if isinstance(index, gast.Slice):
+        parts = [p if p is not None else transformer.constant(None) for p in (index.lower, index.upper, index.step)]
+        return gast.Call(func=transformer.name("slice"), args=parts, keywords=[])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[_index_value(e) for e in index.elts], ctx=gast.Load())
+    return index

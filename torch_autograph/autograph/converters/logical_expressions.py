@@ -4,7 +4,9 @@
     0 < x < n          ->  ag__.and_(0 < x, lambda: x < n)
     0 < f(y) < n       ->  ag__.and_(0 < (cmp_ := f(y)), lambda: cmp_ < n)
 
-The right operands stay lazy (thunks), preserving short-circuiting; a middle
+The right operands stay lazy (thunks), preserving short-circuiting. An and/or
+read only by a test (`if a and b:`) passes `True` (`truth`): only its truth
+matters, so operands of different kinds may meet. A middle
 operand of a chain that is not a plain name or constant is evaluated once
 through a named temporary, as Python does.
 """
@@ -25,9 +27,10 @@ class _LogicalTransformer(transformer.Transformer):
             return node  # a generated check on plain values (control_flow's dual path)
         self.generic_visit(node)
         op = "ag__.and_" if isinstance(node.op, gast.And) else "ag__.or_"
+        truth = ", True" if anno.getanno(node, anno.Basic.TRUTH_ONLY) else ""
         result = node.values[-1]
         for left in reversed(node.values[:-1]):
-            result = templates.replace_as_expression(f"{op}(left, lambda: right)",
+            result = templates.replace_as_expression(f"{op}(left, lambda: right{truth})",
                                                      left=left, right=result)
         return transformer.copy_location(result, node)
 
@@ -60,6 +63,24 @@ class _LogicalTransformer(transformer.Transformer):
             result = templates.replace_as_expression("ag__.and_(left, lambda: right)",
                                                      left=left, right=result)
         return transformer.copy_location(result, node)
+
+
+def mark_tests(fn: gast.AST) -> None:
+    """Annotate the and/or expressions whose value only an `if`/`while`/`assert`/ternary test reads."""
+    for node in transformer.walk(fn):
+        if isinstance(node, (gast.If, gast.While, gast.Assert, gast.IfExp)):
+            todo = [node.test]
+        elif isinstance(node, (gast.For, gast.AsyncFor)) and anno.hasanno(node, anno.Basic.EXTRA_LOOP_TEST):
+            todo = [anno.getanno(node, anno.Basic.EXTRA_LOOP_TEST)]
+        else:
+            continue
+        while todo:
+            e = todo.pop()
+            if isinstance(e, gast.BoolOp):
+                anno.setanno(e, anno.Basic.TRUTH_ONLY, True)
+                todo.extend(e.values)
+            elif isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not):
+                todo.append(e.operand)
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

@@ -10,8 +10,8 @@ from torch_autograph.autograph.operators.lists import (
     new_list)
 from torch_autograph.autograph.operators.logical import and_, assert_stmt, not_, or_
 from torch_autograph.autograph.operators.py_builtins import (
-    BUILTIN_OVERLOADS, LazyEnumerate, LazyIterable, LazyRange, LazyZip, abs_, all_, any_,
-    enumerate_, float_, int_, isinstance_, len_, max_, min_, range_, sorted_, sum_, zip_)
+    BUILTIN_OVERLOADS, LazyEnumerate, LazyIterable, LazyRange, LazyZip, abs_, all_, any_, bool_,
+    enumerate_, float_, int_, isinstance_, len_, type_, max_, min_, range_, sorted_, sum_, zip_)
 from torch_autograph.autograph.operators.variables import (
     Undefined, UndefinedReturnValue, is_undefined, ld, ld_attr, ld_item, retval, st_attr, st_item)
 
@@ -23,6 +23,6 @@ __all__ = [
     "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",
     "ld_attr", "st_attr", "ld_item", "st_item",
     "LazyIterable", "LazyRange", "LazyEnumerate", "LazyZip", "BUILTIN_OVERLOADS",
-    "len_", "int_", "float_", "abs_", "min_", "max_", "sum_", "any_", "all_", "sorted_",
-    "isinstance_", "range_", "enumerate_", "zip_",
+    "len_", "int_", "float_", "bool_", "abs_", "min_", "max_", "sum_", "any_", "all_", "sorted_",
+    "isinstance_", "type_", "range_", "enumerate_", "zip_",
 ]

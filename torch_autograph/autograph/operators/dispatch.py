@@ -122,6 +122,9 @@ class StagingBackend(Protocol):
     def not_(self, value: Any, origin: Origin) -> Any:
         """Staged `not value`."""
 
+    def truth(self, value: Any, origin: Origin) -> Any:
+        """Staged `bool(value)`, for an `and`/`or` whose value only a test reads (`if a and b:`)."""
+
     def assert_(self, cond: Any, msg_thunk: Optional[Callable[[], Any]], origin: Origin) -> None:
         """Staged `assert cond, msg`: a run-time check (InvalidArgumentError on failure)."""
 

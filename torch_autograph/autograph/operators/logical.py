@@ -15,21 +15,36 @@ _registry = dispatch._registry
 _PLAIN = dispatch.PLAIN_TYPES
 
 
-def and_(left: Any, right_thunk: Callable[[], Any]) -> Any:
-    """`left and right`."""
+def and_(left: Any, right_thunk: Callable[[], Any], truth: bool = False) -> Any:
+    """`left and right`. `truth`: only its truth is read (an `if`/`while`/`assert` test), so operands of
+    different kinds (a float and a bool, None, a `[1]`-shaped tensor) meet as the bools Python tests."""
     b = _registry.backend
     if b is None or type(left) in _PLAIN or not b.is_staged(left):
         # Python returns the first falsy operand, else the last one.
         return right_thunk() if left else left
-    return b.and_(left, right_thunk, dispatch.caller_origin())
+    origin = dispatch.caller_origin()
+    if truth:
+        return b.and_(b.truth(left, origin), _truth_of(right_thunk, b, origin), origin)
+    return b.and_(left, right_thunk, origin)
 
 
-def or_(left: Any, right_thunk: Callable[[], Any]) -> Any:
-    """`left or right`."""
+def or_(left: Any, right_thunk: Callable[[], Any], truth: bool = False) -> Any:
+    """`left or right` (`truth`: as for `and_`)."""
     b = _registry.backend
     if b is None or type(left) in _PLAIN or not b.is_staged(left):
         return left if left else right_thunk()
-    return b.or_(left, right_thunk, dispatch.caller_origin())
+    origin = dispatch.caller_origin()
+    if truth:
+        return b.or_(b.truth(left, origin), _truth_of(right_thunk, b, origin), origin)
+    return b.or_(left, right_thunk, origin)
+
+
+def _truth_of(thunk: Callable[[], Any], b: dispatch.StagingBackend, origin: Any) -> Callable[[], Any]:
+    def run() -> Any:
+        value = thunk()
+        return bool(value) if type(value) in _PLAIN or not b.is_staged(value) else b.truth(value, origin)
+
+    return run
 
 
 def not_(value: Any) -> Any:

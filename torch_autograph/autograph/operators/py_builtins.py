@@ -106,6 +106,7 @@ def _overload(builtin: Callable, look_inside: bool = False) -> Callable:
 len_ = _overload(builtins.len)
 int_ = _overload(builtins.int)
 float_ = _overload(builtins.float)
+bool_ = _overload(builtins.bool)
 abs_ = _overload(builtins.abs)
 min_ = _overload(builtins.min, look_inside=True)
 max_ = _overload(builtins.max, look_inside=True)
@@ -114,6 +115,8 @@ any_ = _overload(builtins.any, look_inside=True)
 all_ = _overload(builtins.all, look_inside=True)
 sorted_ = _overload(builtins.sorted, look_inside=True)
 isinstance_ = _overload(builtins.isinstance)
+# `type(x) is torch.Tensor`: the class of what a staged value is when the graph runs, not of its stand-in.
+type_ = _overload(builtins.type)
 
 
 def range_(*args: Any) -> Any:
@@ -149,8 +152,8 @@ def zip_(*iterables: Any, strict: bool = False) -> Any:
 # so their ids are stable).
 BUILTIN_OVERLOADS: dict[int, Callable] = {
     id(builtins.len): len_, id(builtins.int): int_, id(builtins.float): float_,
-    id(builtins.abs): abs_, id(builtins.min): min_, id(builtins.max): max_,
+    id(builtins.abs): abs_, id(builtins.bool): bool_, id(builtins.min): min_, id(builtins.max): max_,
     id(builtins.sum): sum_, id(builtins.any): any_, id(builtins.all): all_,
-    id(builtins.sorted): sorted_, id(builtins.isinstance): isinstance_,
+    id(builtins.sorted): sorted_, id(builtins.isinstance): isinstance_, id(builtins.type): type_,
     id(builtins.range): range_, id(builtins.enumerate): enumerate_, id(builtins.zip): zip_,
 }

@@ -19,6 +19,7 @@ class Basic(enum.Enum):
     EXTRA_LOOP_TEST = "an expression and-ed into a for loop's test (break/return flags)"
     LOOP_OPTIONS = "dict of option name -> expression node, from set_loop_options"
     EXPRESSION_TEMP = "a generated name bound and read inside one expression; analyses ignore it"
+    TRUTH_ONLY = "an and/or whose value is read only for its truth (an if/while/assert test)"
 
 
 class Static(enum.Enum):

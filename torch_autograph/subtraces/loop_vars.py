@@ -1,0 +1,138 @@
+"""The Values a graph `while` carries: a loop variable's Value from its initial value, its Value after the loop,
+and the placeholder a variable first assigned in the loop starts from."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from ..graph import SourceLocation, Value, ValueKind
+from ..tracing import lists
+from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
+from ..tracing.symbols import OutputDim, constant_of, same_dim
+from ..tracing.trace import TraceState
+
+
+def loop_name(names: Sequence[str] | None, i: int) -> str:
+    return names[i] if names and i < len(names) else f"loop_var_{i}"
+
+
+def iterated_value(state: TraceState) -> Value:
+    return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
+
+
+def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
+                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
+    """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
+
+    A tensor keeps its static dims and the symbols of its initial value, except dims the shape invariant
+    leaves open (None), which get fresh size symbols, read from the loop variable itself.
+    """
+    kind = leaf_kind(v)
+    name = reuse or state.fresh_name(loop_name(names, i))
+    if kind == Leaf.PYSCALAR:
+        value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
+        state.symbols.from_value(value)
+        return value
+    meta = refined or state.to_value(v)
+    if meta.kind is ValueKind.SCALAR:
+        value = Value(name, meta.dtype, (), None, ValueKind.SCALAR)
+        state.symbols.from_value(value)
+        return value
+    if meta.kind is ValueKind.LIST:
+        return Value(name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
+    shape: tuple = meta.shape
+    if i in invariants:
+        inv = invariants[i]
+        if inv is None:  # any shape (TensorFlow's unknown rank); a graph loop variable keeps its rank
+            inv = (None,) * len(shape)
+        if len(inv) != len(shape):
+            raise ValueError(f"{quoted(loop_name(names, i))} has shape {shape_words(shape)} before the loop, "
+                             f"which does "
+                             f"not conform with the shape invariant {shape_words(inv)}{where(origin)}: a graph loop "
+                             f"variable keeps its rank.")
+        if not all(d is None or same_dim(d, s) or not isinstance(d, int) for d, s in zip(inv, shape)):
+            raise ValueError(f"{quoted(loop_name(names, i))} has shape {shape_words(shape)} before the loop, "
+                             f"which does "
+                             f"not conform with the shape invariant {shape_words(inv)}{where(origin)}.")
+        # A dim that changes between iterations is known only when the graph runs; its size on entry is the
+        # hint library code deciding on it gets (`nonzero length?` in attention), each such decision a checked
+        # assumption, as for an input's symbolic dim.
+        hints = tuple(s if d is None and type(s) is int else None for d, s in zip(inv, shape))
+        shape = tuple(None if d is None else s for d, s in zip(inv, shape))
+    else:
+        hints = None
+    requires_grad = bool(getattr(meta.example, "requires_grad", False))
+    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
+    value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
+    for d, size in enumerate(value.shape):
+        if shape[d] is None:
+            state.symbols.output_dim(size, value, d)
+    return value
+
+
+def fits_loop_var(state: TraceState, shape: tuple, lv: Value) -> bool:
+    """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
+    if len(shape) != len(lv.shape):
+        return False
+    for out, dim in zip(shape, lv.shape):
+        if same_dim(out, dim):
+            continue
+        source = state.symbols.sources.get(dim.node.expr) if isinstance(dim, torch.SymInt) else None
+        if not (isinstance(source, OutputDim) and source.value is lv):
+            return False
+    return True
+
+
+def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str) -> tuple[Value, bool]:
+    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols."""
+    if lv.kind is not ValueKind.TENSOR:
+        return Value(state.fresh_name(name), lv.dtype, lv.shape, lv.device, lv.kind), False
+    requires_grad = bool(getattr(lv.example, "requires_grad", False)) or bool(
+        isinstance(out, Value) and getattr(out.example, "requires_grad", False))
+    open_dims = {d for d, size in enumerate(lv.shape) if isinstance(size, torch.SymInt) and isinstance(
+        state.symbols.sources.get(size.node.expr), OutputDim) and state.symbols.sources[size.node.expr].value is lv}
+    shape = tuple(None if d in open_dims else size for d, size in enumerate(lv.shape))
+    example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
+    value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
+    for d in open_dims:
+        state.symbols.output_dim(value.shape[d], value, d)
+    return value, requires_grad
+
+
+def shape_words(shape: Any) -> str:
+    if shape is None:
+        return "<unknown rank>"
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def placeholder_init(v: Any, name: str, origin: SourceLocation | None) -> Any:
+    """A stand-in initial value of `v`'s type (a Value or a Python number) for a variable first assigned in a loop."""
+    if isinstance(v, Value):
+        if v.kind is ValueKind.SCALAR:
+            return {torch.bool: False, torch.float64: 0.0}.get(v.dtype, 0)
+        if v.kind is ValueKind.LIST:
+            return lists.new_list([])
+        # Never read, but of the body's shape where that is known before the loop (a size of the inputs), so
+        # the loop variable keeps one shape (an exported loop needs that); other sizes known only later are 0.
+        shape = tuple(d if type(d) is int else or_zero(lists.input_size(d)) for d in v.shape)
+        return torch.zeros(shape, dtype=v.dtype, device=v.device)
+    if type(v) in SCALAR_DTYPES:
+        return type(v)()
+    raise ValueError(f"{quoted(name)} must be defined before the loop{where(origin)}: it is first assigned inside the "
+                     f"loop, and its type ({type(v).__name__}) cannot be given a placeholder value. Supported types "
+                     f"are tensors and Python numbers.")
+
+
+def or_zero(d: Any) -> Any:
+    return 0 if d is None else d
+
+
+def element_fits(shape: tuple | None, element: tuple | None) -> bool:
+    """Whether list elements of `shape` fit a list whose elements are `element` (None dims: any size)."""
+    if element is None:
+        return True
+    if shape is None or len(shape) != len(element):
+        return False
+    return all(e is None or same_dim(s, e) for s, e in zip(shape, element))
