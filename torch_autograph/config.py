@@ -15,6 +15,7 @@ class _Config:
     jit_threshold: int = 100
     filter_tracebacks: bool = True
     verbosity: int = 1
+    jit_strict: bool = False
 
 
 _config = _Config()
@@ -88,3 +89,15 @@ def set_verbosity(level: int) -> None:
 def get_verbosity() -> int:
     """The level set by `set_verbosity` (default 1)."""
     return _config.verbosity
+
+
+def set_jit_strict(strict: bool) -> None:
+    """Whether a graph or region that inductor cannot lower or compile under `jit_compile=True` raises
+    `errors.GraphLoweringError` (True: for tests and CI) instead of running on the default backend with one
+    `errors.JitFallbackWarning` per trace (False, the default)."""
+    _config.jit_strict = bool(strict)
+
+
+def jit_strict() -> bool:
+    """The switch `set_jit_strict` sets (default False: fall back to the default backend, with a warning)."""
+    return _config.jit_strict

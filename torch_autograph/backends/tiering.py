@@ -243,6 +243,23 @@ class Tiered(Compiled):
                     out.append((time.perf_counter() - t0) / number)
         return [statistics.median(t) for t in times]
 
+    def report_lines(self) -> list[str]:
+        """For `ConcreteFunction.jit_report()`: which code runs and the timings that decided it. A compiled
+        variant that timed slower than the default backend is never kept."""
+        head = f"graph {self.graph.name}: jit_compile='auto', {self.status}"
+        out = [head + (f" (compiles after {self.threshold} calls; {self.calls} so far)"
+                       if self.status == "default" else "")]
+        for what, t in (("timed on a copy of the arguments", self.timings), ("timed on the caller's calls",
+                                                                            self.trial_timings)):
+            if t is not None:
+                default, compiled = t
+                verdict = "faster" if compiled < default else "slower"
+                out.append(f"  {what}: default {default * 1e6:.1f} us, compiled {compiled * 1e6:.1f} us per call "
+                           f"({verdict})")
+        if self.status == "kept default":
+            out.append("  the compiled code was not faster than the default backend's: the default runs")
+        return out
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a started compile; True when the inductor code is in use."""
         if self.thread is not None:

@@ -399,8 +399,15 @@ def _fresh(hit: Any) -> Any:
     """A memo hit with new example tensors (a trace may later mark an example requires_grad or keep it)."""
     if isinstance(hit, TensorMeta):
         ex = hit.example
-        return TensorMeta(meta_example(tuple(ex.shape), ex.dtype, tuple(ex.stride()), ex.requires_grad),
-                          hit.device, hit.requires_grad)
+        fresh = meta_example(tuple(ex.shape), ex.dtype, tuple(ex.stride()), ex.requires_grad)
+        if fresh.requires_grad and not ex.is_leaf:
+            # An op's result is no leaf: an in-place write on it (`x[0] = 1` after a Linear) is allowed where a
+            # leaf's is refused. A leaf example would make a trace's outcome depend on whether the op was seen
+            # before in the process.
+            with torch._C.DisableTorchFunction():
+                result = fresh.clone()  # the same strides for every dense layout
+            fresh = result if result.stride() == fresh.stride() else fresh
+        return TensorMeta(fresh, hit.device, hit.requires_grad)
     if isinstance(hit, tuple) and not isinstance(hit, torch.Size):
         items = [_fresh(h) for h in hit]
         return type(hit)(*items) if hasattr(hit, "_fields") else type(hit)(items)
