@@ -129,13 +129,16 @@ def run(seeds: list[int], jit: Any = True) -> dict[int, tuple]:
 
 
 def classify(results: dict[int, tuple]) -> dict[str, list[int]]:
-    """Seeds by class: "equal" (jit == default == eager), "both refuse" (the default backend and jit raise the
-    same error type), "wrong value" (a backend differs from eager, or jit from the default), "internal error"
-    (jit raises where the default backend runs)."""
-    out: dict[str, list[int]] = {"equal": [], "both refuse": [], "wrong value": [], "internal error": []}
+    """Seeds by class: "equal" (jit == default == eager), "eager raises too" (eager, the default backend and jit
+    raise the same error type), "refused by the default backend" (eager runs; the default backend refuses it at
+    trace time, `.item()`, and jit the same), "wrong value" (a backend differs from eager, or jit from the
+    default), "internal error" (jit raises where the default backend runs, or raises another error)."""
+    out: dict[str, list[int]] = {"equal": [], "eager raises too": [], "refused by the default backend": [],
+                                 "wrong value": [], "internal error": []}
     for seed, (truth, default, jit) in sorted(results.items()):
         if default[0] == "error":
-            out["both refuse" if same(default, jit) else "internal error"].append(seed)
+            kind = "eager raises too" if same(truth, default) else "refused by the default backend"
+            out[kind if same(default, jit) else "internal error"].append(seed)
         elif jit[0] == "error":
             out["internal error"].append(seed)
         elif not (same(truth, default) and same(default, jit)):
