@@ -96,13 +96,15 @@ def outcome(fn: Callable, args: tuple, jit: bool) -> tuple:
 
 
 def same(a: tuple, b: tuple) -> bool:
-    """Equal outcomes: the same error type, or values equal to rounding (inductor fuses; another order of sums)."""
+    """Equal outcomes: the same error type, or values equal to rounding (inductor's vectorised sin/cos/exp and
+    another order of sums differ from eager's in the last bits, which loops of `x * 2` amplify: seed 83 differs
+    by 1.6e-4 relative after five iterations)."""
     if a[0] != b[0]:
         return False
     if a[0] == "error":
         return a[1] == b[1]
     return len(a[1]) == len(b[1]) and all(
-        x.shape == y.shape and x.dtype == y.dtype and torch.allclose(x, y, rtol=1e-4, atol=1e-5, equal_nan=True)
+        x.shape == y.shape and x.dtype == y.dtype and torch.allclose(x, y, rtol=1e-3, atol=1e-4, equal_nan=True)
         for x, y in zip(a[1], b[1]))
 
 
