@@ -52,6 +52,7 @@ BLOCKS = {
     "py_list": "acc = []\nfor i in range(3):\n    acc.append(torch.sin(x) * i)\nx = x + torch.stack(acc).sum(0) * 0.1",
     "graph_list": "acc = []\nfor i in range(n):\n    acc.append(x.sum() * 0.1)\nif len(acc) > 0:\n    x = x + acc[-1]",
     "nested": "for i in range(n):\n    if x.sum() > {c}:\n        x = {chain}\n    else:\n        x = x + 0.5",
+    "number_or_tensor": "y = 1\nif x.sum() > {c}:\n    y = x.sum() * 2.0\nz = y\ny -= 4\nx = {chain}\nx = x + y + z",
     "reduce_if": "y = x.sum(0)\nif y.max() > {c}:\n    y = y * 2.0\nx = x + y * 0.1",
 }
 

@@ -159,6 +159,27 @@ def test_numbers_read_from_data_run_in_python_between_compiled_regions(strict):
     assert cf.jit_report().splitlines()[0] == "graph f: 2 regions: 2 compiled"
 
 
+def _number_or_tensor(x):
+    y = 1
+    if x.sum() > 0:
+        y = torch.sin(x).sum() * 2
+    z = y
+    w = torch.cos(x) * 3 + 1
+    y -= 4  # rebinds y where it is the number 1, updates the tensor z also names in place otherwise
+    w = torch.tanh(w) * 2 - w * 0.5
+    return y, z, w
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["tensor_path", "number_path"])
+def test_which_tensors_stand_for_python_numbers_is_decided_in_python(strict, sign):
+    # `promote_number` / `augmented` track run-time tensors in a Python table: compiled, they were traced once
+    # (and `augmented` had no fx form: an AttributeError from torch.fx). They run as Python between regions.
+    x = torch.ones(3) * sign
+    want = [torch.as_tensor(v, dtype=torch.float32) for v in _number_or_tensor(x)]
+    got = ta.function(_number_or_tensor, jit_compile=True)(x)
+    torch.testing.assert_close(list(got), want)
+
+
 # ----- the fallback, its warning, strict mode, the report ---------------------------------------------------
 def _refuse(monkeypatch):
     import torch._inductor.compile_fx as compile_fx_module

@@ -126,7 +126,7 @@ class _Lowering:
                 raise lowering_error(node, f"{what} has no torch.fx lowering",
                                      "compute it outside the compiled function, or use jit_compile='auto'")
         else:
-            if op.effects & Effect.RUNS_PYTHON:
+            if op.effects & Effect.RUNS_PYTHON or getattr(op.target, "runs_python", False) is True:
                 raise lowering_error(node, "it runs Python at every call (a staged training-step call such as "
                                      "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
                                      "jit_compile=True compiles the regions around such calls; to export, move the "

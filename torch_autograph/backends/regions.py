@@ -129,10 +129,17 @@ def lowerable(node: Node, size_input: Callable[[Value], bool] = lambda v: False)
 
     It reads tensors, and numbers for which `size_input` is true (sizes the region recomputes itself)."""
     op = node.op
-    if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON or indexes_by_data(node):
+    if op.kind is OpKind.CONTROL or op.runs_autograd or runs_python(op) or indexes_by_data(node):
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
         all(v.kind is ValueKind.TENSOR or size_input(v) for v in node.input_values())
+
+
+def runs_python(op: Op) -> bool:
+    """Whether `op` must run as Python at every call: its `Effect.RUNS_PYTHON` (a staged optimizer step,
+    `ta.print`), or a target that says so (`runs_python`: the ops that track which run-time tensors stand for
+    Python numbers, whose bookkeeping compiled code would do once, while it traces)."""
+    return bool(op.effects & Effect.RUNS_PYTHON) or getattr(op.target, "runs_python", False) is True
 
 
 def reads_data_as_number(node: Node) -> bool:

@@ -41,6 +41,11 @@ def promote_number(n: Any, dtype: torch.dtype, device: Any) -> torch.Tensor:
     return _remember(torch.tensor(n, dtype=dtype, device=device))
 
 
+# Each of these reads or writes, at every call, which run-time tensors stand for Python numbers: Python state that
+# compiled code (jit_compile=True) would read once, while it traces, so backends run them as Python.
+promote_number.runs_python = True
+
+
 _AUGMENTED = {
     "__iadd__": (operator.add, "add_"), "__isub__": (operator.sub, "sub_"), "__imul__": (operator.mul, "mul_"),
     "__itruediv__": (operator.truediv, "div_"), "__ifloordiv__": (operator.floordiv, "floor_divide_"),
@@ -54,6 +59,8 @@ AUGMENTED_METHODS = {dunder: method for dunder, (_, method) in _AUGMENTED.items(
 
 class Augmented:
     """Run-time `a op= b` where `a` may stand for a Python number: rebinds it then, else updates in place."""
+
+    runs_python = True  # see promote_number
 
     def __init__(self, dunder: str) -> None:
         self.dunder = dunder
@@ -70,6 +77,8 @@ class Augmented:
 
 class NumberOp:
     """Run-time `fn(*args)` whose result is a Python number in eager code when its tensor arguments are."""
+
+    runs_python = True  # see promote_number
 
     def __init__(self, fn: Any) -> None:
         self.fn = fn
