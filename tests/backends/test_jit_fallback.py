@@ -333,3 +333,33 @@ def test_inductor_backend_status_is_the_reports():
     assert compiled.status == "not called yet"
     record.state = "compiled"
     assert compiled.status == "compiled"
+
+
+def _branch_then_chain(x):
+    if x.sum() > 0:
+        x = torch.sin(x) * 2.0 + torch.cos(x) - 1.0 + x * x
+    else:
+        x = x - 1.0
+    return torch.tanh(x) * 3.0 + x * 0.5 - torch.exp(-x) + 1.0
+
+
+def test_a_graph_refused_whole_is_split_and_its_regions_compile_on_their_own(monkeypatch):
+    import torch._inductor.compile_fx as compile_fx_module
+
+    real = compile_fx_module.compile_fx
+
+    def refuse_cond(gm, inputs):  # as inductor refusing an op inside a branch would
+        if any(n.target is torch.ops.higher_order.cond for n in gm.graph.nodes):
+            raise RuntimeError("no lowering for this branch")
+        return real(gm, inputs)
+
+    monkeypatch.setattr(compile_fx_module, "compile_fx", refuse_cond)
+    f = ta.function(_branch_then_chain, jit_compile=True)
+    for x in (torch.ones(4), -torch.ones(4)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.testing.assert_close(f(x), _branch_then_chain(x))
+    report = f.concrete_functions[0].jit_report().splitlines()
+    assert report[1].startswith("  fell back to the default backend") and "graph _branch_then_chain" in report[1]
+    assert "split at its control flow, its regions compiled one by one" in report[1]
+    assert sum(line.startswith("  compiled") for line in report) == 2  # the true branch's chain, the tail

@@ -86,13 +86,14 @@ import torch
 from ..config import jit_strict
 from ..errors import GraphLoweringError
 from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Value, ValueKind, autocast_state, walk_nodes
-from ..graph.passes.effects import op_name, writes_only_its_own
+from ..graph import Graph, Node, Value, autocast_state, walk_nodes
+from ..graph.passes.effects import op_name
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
 from .data_watch import Watch
 from .fx_lowering import to_fx
 from .jit_report import JitReport, RegionRecord
+from .regions import side_effect
 
 _Fallback = Callable[[str], None]
 _COMPILE_LOCK = threading.Lock()
@@ -142,6 +143,11 @@ def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool 
     runner = _Runner(values_graph, gm, slots, return_tuple, grad, f"graph {graph.name}", freeze=freeze,
                      default=torch_codegen.compile_graph(values_graph, return_tuple=True))
     runner.record, runner.report = report.add(runner.what, regions.ops(graph.nodes)), report
+    # Refused whole (an op inductor cannot take inside a `cond`), a graph with control flow is split: its other
+    # regions compile. (Without, its one region would be the graph again.)
+    if any(n.subgraphs for n in graph.nodes):
+        runner.split_on_failure = lambda: _compile_split(values_graph, True, grad, tiered=False, freeze=freeze,
+                                                         report=report)[0]
     return runner.entry()
 
 
@@ -290,6 +296,7 @@ class _Runner:
         self.report = JitReport(graph.name)
         self.record: RegionRecord = self.report.add(what, regions.ops(graph.nodes))
         self.label = what
+        self.split_on_failure: Callable[[], Callable] | None = None  # a whole graph's fallback: split it
 
     def entry(self) -> Callable[..., Any]:
         """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
@@ -379,6 +386,9 @@ class _Runner:
             if jit_strict() or self.background or self.default is None:
                 raise
             self.report.fell_back(self.record, self.graph, e, time.perf_counter() - start)
+            if self.split_on_failure is not None:
+                self.default, self.split_on_failure = self.split_on_failure(), None
+                self.record.reason += "; split at its control flow, its regions compiled one by one"
             return self.default
         record = self.record
         record.seconds += time.perf_counter() - start
@@ -535,29 +545,6 @@ def _pays_to_freeze(graph: Graph) -> bool:
     if not any(t.device.type == "cpu" for _, t in graph.captures):
         return False
     return any(op_name(n) in _CONVOLUTIONS for n in walk_nodes(graph))
-
-
-def side_effect(graph: Graph) -> Node | None:
-    """A node whose effect outlives a call (a state update, a print, a random op), or None.
-
-    An in-place op on a tensor the graph made itself (`relu(inplace=True)` after a BatchNorm) is not one.
-    In a sub-graph, every input counts as outside: a write to one may reach the enclosing graph's state.
-    """
-    for node in graph.nodes:
-        if node.op.kind is OpKind.CONTROL:
-            hit = next((h for h in map(side_effect, node.subgraphs) if h is not None), None)
-            if hit is not None:
-                return hit
-        elif node.stateful and not _writes_own_list(node) and not writes_only_its_own(graph, node):
-            return node
-    return None
-
-
-def _writes_own_list(node: Node) -> bool:
-    """A list append or pop: its only effect is on a run-time list the graph itself creates."""
-    first = node.args[0] if node.args else None
-    return (node.op.effects is Effect.WRITES_FIRST_ARG and isinstance(first, Value)
-            and first.kind is ValueKind.LIST)
 
 
 def _self_differentiating(gm: torch.fx.GraphModule, grad: bool) -> torch.fx.GraphModule:

@@ -87,6 +87,7 @@ from typing import Any, Callable
 import torch
 
 from ..graph.ops import Expression
+from ..graph.passes.effects import writes_only_its_own
 from ..graph import (CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
                      walk_nodes)
 
@@ -348,3 +349,26 @@ class _Sizes:
                     add(v)
             out.append(node)
         return out
+
+
+def side_effect(graph: Graph) -> Node | None:
+    """A node whose effect outlives a call (a state update, a print, a random op), or None.
+
+    An in-place op on a tensor the graph made itself (`relu(inplace=True)` after a BatchNorm) is not one.
+    In a sub-graph, every input counts as outside: a write to one may reach the enclosing graph's state.
+    """
+    for node in graph.nodes:
+        if node.op.kind is OpKind.CONTROL:
+            hit = next((h for h in map(side_effect, node.subgraphs) if h is not None), None)
+            if hit is not None:
+                return hit
+        elif node.stateful and not _writes_own_list(node) and not writes_only_its_own(graph, node):
+            return node
+    return None
+
+
+def _writes_own_list(node: Node) -> bool:
+    """A list append or pop: its only effect is on a run-time list the graph itself creates."""
+    first = node.args[0] if node.args else None
+    return (node.op.effects is Effect.WRITES_FIRST_ARG and isinstance(first, Value)
+            and first.kind is ValueKind.LIST)
