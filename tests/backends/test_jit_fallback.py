@@ -363,3 +363,30 @@ def test_a_graph_refused_whole_is_split_and_its_regions_compile_on_their_own(mon
     assert report[1].startswith("  fell back to the default backend") and "graph _branch_then_chain" in report[1]
     assert "split at its control flow, its regions compiled one by one" in report[1]
     assert sum(line.startswith("  compiled") for line in report) == 2  # the true branch's chain, the tail
+
+
+def test_a_training_step_whose_regions_are_too_small_for_training_calls_is_not_reported_compiled():
+    # Each region has 5 to 15 ops: compiled for inference calls, but a call recording autograd runs its Python code
+    # (AOT autograd's wrapper would cost more than it saves). jit_status said "compiled" for it.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        h = torch.tanh(model(x)) * 2.0 + 1.0
+        loss = ((h - y) ** 2).mean() + h.abs().mean() * 0.1
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    f = ta.function(step, jit_compile=True)
+    x, y = torch.randn(8, 4), torch.randn(8, 4)
+    for _ in range(2):
+        f(x, y)
+    cf = f.concrete_functions[0]
+    assert cf.jit_status == "below threshold"
+    report = cf.jit_report().splitlines()
+    assert report[0] == "graph step: 2 regions: 1 default for training calls, 1 below threshold", report
+    assert report[1].startswith("  default for training calls (11 ops < 16: AOT autograd's training wrapper would "
+                                "cost more than it saves): the region %linear .. ")

@@ -167,7 +167,8 @@ class InductorBackend:
     """The `Backend` of jit_compile=True: inductor, compiled at the first call of each input layout."""
 
     def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
-        report = JitReport(graph.name, threshold=regions.MIN_REGION_OPS)
+        report = JitReport(graph.name, threshold=regions.MIN_REGION_OPS,
+                           training_threshold=regions.MIN_TRAINING_REGION_OPS)
         fn = compile_graph(graph, return_tuple=options.return_tuple, grad=options.grad,
                            freeze=options.freeze_captures, report=report)
         return InductorCompiled(fn, report)

@@ -45,7 +45,8 @@ class JitReport:
 
     graph_name: str
     regions: list[RegionRecord] = field(default_factory=list)
-    threshold: int = 0
+    threshold: int = 0  # regions.MIN_REGION_OPS
+    training_threshold: int = 0  # regions.MIN_TRAINING_REGION_OPS
     warned: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -87,6 +88,9 @@ class JitReport:
             elif r.state == "fell back":
                 out.append(f"  fell back to the default backend ({r.seconds:.1f} s in inductor): {r.what}: "
                            f"{r.reason}")
+            elif r.state == "default for training calls":
+                out.append(f"  default for training calls ({r.ops} ops < {self.training_threshold}: AOT autograd's "
+                           f"training wrapper would cost more than it saves): {r.what}")
             else:
                 out.append(f"  {r.state}: {r.what}")
         return out
