@@ -152,3 +152,16 @@ def test_the_torch_autograph_script_is_declared():
     assert scripts == {"torch-autograph": "torch_autograph.cli:main"}
     module, _, name = scripts["torch-autograph"].partition(":")
     assert getattr(sys.modules[module], name) is cli.main
+
+
+def test_explain_says_what_jit_compile_did_with_each_region(capsys, tmp_path):
+    script = tmp_path / "jit_sample.py"
+    script.write_text("import torch\nimport torch_autograph as ta\n\n\n"
+                      "@ta.function(jit_compile=True)\ndef small(x, n):\n    for _ in range(n):\n"
+                      "        x = x * 2.0 + 1.0\n    return x\n\n\nsmall(torch.ones(3), torch.tensor(2))\n")
+    status, out, _ = _run(capsys, "explain", f"{script}:small")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[2:] == ["  graph small: 1 region: 1 below threshold",
+                         f"    below threshold (2 ops < 5, runs the default backend's code): the region %mul .. %add "
+                         f"of graph small at File \"{script}\", line 8"]

@@ -168,6 +168,9 @@ def _explain(args: argparse.Namespace) -> int:
         print(f"  {event}")
     if not history:
         print("  (never traced: the script did not call it)")
+    for cf in target.concrete_functions:  # with jit_compile: what became of each region, and why
+        if cf.jit_status != "off":
+            print("\n".join("  " + line for line in cf.jit_report().splitlines()))
     return 0
 
 

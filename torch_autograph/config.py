@@ -16,6 +16,7 @@ class _Config:
     filter_tracebacks: bool = True
     verbosity: int = 1
     watch_frozen_data: bool = True
+    jit_strict: bool = False
 
 
 _config = _Config()
@@ -107,3 +108,15 @@ def set_watch_frozen_data(enabled: bool) -> None:
 def watch_frozen_data() -> bool:
     """Whether `set_watch_frozen_data(True)` is in effect (the default)."""
     return _config.watch_frozen_data
+
+
+def set_jit_strict(strict: bool) -> None:
+    """Whether a graph or region that inductor cannot lower or compile under `jit_compile=True` raises
+    `errors.GraphLoweringError` (True: for tests and CI) instead of running on the default backend with one
+    `errors.JitFallbackWarning` per trace (False, the default)."""
+    _config.jit_strict = bool(strict)
+
+
+def jit_strict() -> bool:
+    """The switch `set_jit_strict` sets (default False: fall back to the default backend, with a warning)."""
+    return _config.jit_strict

@@ -117,6 +117,15 @@ class DistributedTracingError(TorchAutographError):
     """
 
 
+class JitFallbackWarning(RuntimeWarning):
+    """`jit_compile=True`: a graph or region inductor could not lower or compile runs on the default backend.
+
+    Once per trace; the warning points at the user's line of the region's first node and says what inductor
+    refused. `ConcreteFunction.jit_report()` lists every region and what became of it. Results are the
+    default backend's. `ta.config.set_jit_strict(True)` raises `GraphLoweringError` instead.
+    """
+
+
 class TraceTimeValueWarning(UserWarning):
     """A value was read while tracing and is frozen into the graph, where it probably should not be.
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+from typing import Any
 
 from .config import get_verbosity
 
@@ -35,3 +38,44 @@ def _muted(log: logging.Logger | None) -> bool:
             return True
         log = log.parent
     return False
+
+
+class ProgressLine:
+    """While a long compile runs: after `SLOW_COMPILE_S`, one stderr line rewritten every second with what is
+    compiled and the time so far (`torch_autograph: compiling region 2 of 5 of graph step with inductor... 7 s`).
+
+    Only on a terminal (stderr a TTY) and at verbosity 1 or more; the line is cleared when the compile ends, so
+    the summary line `echo` writes after it stays the only trace of it."""
+
+    def __init__(self, log: logging.Logger, label: str) -> None:
+        self.log, self.label = log, label
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.shown = False
+
+    def __enter__(self) -> "ProgressLine":
+        stream = sys.stderr
+        if get_verbosity() >= 1 and not _muted(self.log) and getattr(stream, "isatty", lambda: False)():
+            self.thread = threading.Thread(target=self._run, args=(stream, time.perf_counter()), daemon=True,
+                                           name="ta-progress")
+            self.thread.start()
+        return self
+
+    def _run(self, stream: Any, start: float) -> None:
+        if self.stop.wait(SLOW_COMPILE_S):
+            return
+        while True:
+            stream.write(f"\rtorch_autograph: compiling {self.label} with inductor... "
+                         f"{time.perf_counter() - start:.0f} s")
+            stream.flush()
+            self.shown = True
+            if self.stop.wait(1.0):
+                return
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join()
+            if self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()

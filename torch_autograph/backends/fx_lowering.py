@@ -207,7 +207,11 @@ class _Lowering:
         if pred.dtype is not torch.bool:
             p = self.g.call_method("bool", (p,))
         ops = tuple(self.env[id(v)] for v in operands)
-        return self.g.call_function(torch.cond, (p, branches[0], branches[1], ops))
+        # The higher-order op itself, as torch.export records it: `torch.cond` called outside a dynamo trace
+        # compiles a wrapper with dynamo, whose code cache is process-wide and guards on the branches' ids, so a
+        # later compile could reuse the branches of an earlier, collected graph (a compile that depended on
+        # what was compiled before), and which refuses some branches it traces fine on its own.
+        return self.g.call_function(torch.ops.higher_order.cond, (p, branches[0], branches[1], ops))
 
 
 def _branch_module(g: Graph, operands: list[Value]) -> fx.GraphModule:

@@ -83,19 +83,22 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..config import jit_strict
 from ..errors import GraphLoweringError
-from ..logs import SLOW_COMPILE_S, echo, jit_logger
-from ..graph import Effect, Graph, Node, OpKind, Trait, Value, ValueKind, autocast_state, walk_nodes
-from ..graph.passes.effects import writes_only_its_own
+from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
+from ..graph import Graph, Node, Trait, Value, autocast_state, walk_nodes
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
 from ..config import watch_frozen_data
 from ..interop import Watch
 from .fx_lowering import to_fx
+from .jit_report import JitReport, RegionRecord
+from .regions import side_effect
 
 _Fallback = Callable[[str], None]
 _COMPILE_LOCK = threading.Lock()
-_FIX = "use jit_compile='auto' to fall back to the default backend, or jit_compile=False"
+_FIX = ("ta.config.set_jit_strict(False) runs such a region on the default backend with a warning; or use "
+        "jit_compile='auto' or jit_compile=False")
 # Compiled variants (input layouts x requires_grad patterns) per graph or region; later layouts run the default
 # backend's code: each compile takes seconds, and a region in a loop may see a new shape at every iteration.
 MAX_VARIANTS = 8
@@ -110,8 +113,8 @@ _version = operator.attrgetter("_version")
 _data_ptr = torch.Tensor.data_ptr
 
 
-def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool | None = False
-                  ) -> Callable[..., Any]:
+def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool | None = False,
+                  report: JitReport | None = None) -> Callable[..., Any]:
     """A function running `graph` compiled with inductor, taking the graph inputs positionally.
 
     Args:
@@ -121,26 +124,54 @@ def compile_graph(graph: Graph, *, return_tuple: bool, grad: bool, freeze: bool 
         freeze: fold the captures into the code of a no_grad graph (`freeze_captures=True`, see above);
             None: where it is sure to pay (`_pays_to_freeze`).
 
-    Raises:
-        GraphLoweringError: (at the call that compiles) inductor cannot compile the graph, or one of its
-            regions: the message names the nodes and their lines.
+        report: filled with what became of each region (compiled, below threshold, fell back).
+
+    A graph or region inductor cannot lower or compile runs on the default backend, with one
+    `JitFallbackWarning` per trace (`report.fell_back`); under `ta.config.set_jit_strict(True)` the call that
+    compiles raises `GraphLoweringError` instead, naming the nodes and their lines. A graph that makes Python
+    numbers of tensor data (`int(t)`, `.item()`, `x[t]`: `regions.reads_data_as_number`) is split, so those
+    nodes run in Python and inductor never has to guard on a data-dependent value.
     """
+    report = report if report is not None else JitReport(graph.name)
     try:
+        if any(map(regions.reads_data_as_number, walk_nodes(graph))):
+            raise GraphLoweringError("a number read from tensor data")
         gm, slots, values_graph = _lower(graph)
     except GraphLoweringError:  # control flow fx cannot express: compiled regions inside Python control flow
-        return _compile_split(graph, return_tuple, grad, tiered=False, freeze=freeze)[0]
+        return _compile_split(graph, return_tuple, grad, tiered=False, freeze=freeze, report=report)[0]
     graph.python_source = gm.code
-    return _Runner(values_graph, gm, slots, return_tuple, grad, f"graph {graph.name}", freeze=freeze,
-                   default=torch_codegen.compile_graph(values_graph, return_tuple=True)).entry()
+    runner = _Runner(values_graph, gm, slots, return_tuple, grad, f"graph {graph.name}", freeze=freeze,
+                     default=torch_codegen.compile_graph(values_graph, return_tuple=True))
+    runner.record, runner.report = report.add(runner.what, regions.ops(graph.nodes)), report
+    # Refused whole (an op inductor cannot take inside a `cond`), a graph with control flow is split: its other
+    # regions compile. (Without, its one region would be the graph again.)
+    if any(n.subgraphs for n in graph.nodes):
+        runner.split_on_failure = lambda: _compile_split(values_graph, True, grad, tiered=False, freeze=freeze,
+                                                         report=report)[0]
+    return runner.entry()
+
+
+class InductorCompiled(Compiled):
+    """jit_compile=True's code; `status` and `report` say what became of each region (see `JitReport`)."""
+
+    def __init__(self, fn: Callable[..., Any], report: JitReport) -> None:
+        super().__init__(fn, "compiled")
+        self.report = report
+
+    @property
+    def status(self) -> str:
+        return self.report.status
 
 
 class InductorBackend:
     """The `Backend` of jit_compile=True: inductor, compiled at the first call of each input layout."""
 
     def compile(self, graph: Graph, options: CompileOptions) -> Compiled:
+        report = JitReport(graph.name, threshold=regions.MIN_REGION_OPS,
+                           training_threshold=regions.MIN_TRAINING_REGION_OPS)
         fn = compile_graph(graph, return_tuple=options.return_tuple, grad=options.grad,
-                           freeze=options.freeze_captures)
-        return Compiled(fn, "compiled")
+                           freeze=options.freeze_captures, report=report)
+        return InductorCompiled(fn, report)
 
 
 def _lower(graph: Graph) -> tuple[torch.fx.GraphModule, list[Any], Graph]:
@@ -162,8 +193,8 @@ def _lower(graph: Graph) -> tuple[torch.fx.GraphModule, list[Any], Graph]:
     return to_fx(values_graph), slots, values_graph
 
 
-def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool, freeze: bool | None = False
-                   ) -> tuple[Callable[..., Any], list["_Runner"]]:
+def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool, freeze: bool | None = False,
+                   report: JitReport | None = None) -> tuple[Callable[..., Any], list["_Runner"]]:
     """`graph` split at its control flow: the default backend's function calling one `_Runner` per region.
 
     Each region runner also gets the region's default-backend function: run for a call that records
@@ -172,6 +203,7 @@ def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool
     """
     runners: list[_Runner] = []
     by_structure: dict[str, _Runner] = {}
+    report = report if report is not None else JitReport(graph.name)
 
     def compile_region(region: Graph, grad_enabled: bool | None) -> Callable[..., Any]:
         # Regions computing the same ops on the same captures (the forward pass of each micro-batch of an
@@ -179,19 +211,32 @@ def _compile_split(graph: Graph, return_tuple: bool, grad: bool, *, tiered: bool
         key = regions.structure(region, grad_enabled)
         runner = by_structure.get(key)
         if runner is None:
-            gm, slots, _ = _lower(region)
             single = len(region.outputs) == 1
+            try:
+                gm, slots, _ = _lower(region)
+            except GraphLoweringError as e:  # e.g. a size expression fx does not record
+                if jit_strict() or tiered:
+                    raise
+                report.fell_back(report.add(_region_words(region, graph.name), regions.ops(region.nodes)), region, e)
+                return torch_codegen.compile_graph(region, return_tuple=not single)
             runner = _Runner(region, gm, slots, not single, grad if grad_enabled is None else grad_enabled,
                              _region_words(region, graph.name),
                              default=torch_codegen.compile_graph(region, return_tuple=True),
                              python_when_training=regions.ops(region.nodes) < regions.MIN_TRAINING_REGION_OPS,
                              freeze=freeze)
             runner.may_compile = not tiered
+            runner.record, runner.report = report.add(runner.what, regions.ops(region.nodes)), report
             runners.append(runner)
             by_structure[key] = runner
         return runner.entry()
 
-    split = regions.split(graph, compile_region)
+    def too_small(run: list[Node]) -> None:
+        report.add(_region_words(replace(graph, nodes=run), graph.name), regions.ops(run), "below threshold")
+
+    split = regions.split(graph, compile_region, too_small)
+    for i, r in enumerate(runners):  # for the progress line: "region 2 of 5 of graph step"
+        r.label = f"region {i + 1} of {len(runners)} ({r.what.split(' of graph ')[0].removeprefix('the region ')}) " \
+                  f"of graph {graph.name}"
     fn = torch_codegen.compile_graph(split, return_tuple=return_tuple)
     graph.python_source = split.python_source + "".join(
         f"\n# {r.what}, compiled with inductor:\n" + "\n".join("# " + line for line in r.gm.code.strip().splitlines())
@@ -247,6 +292,12 @@ class _Runner:
             not any(t.is_inference() for _, t in graph.captures)
         self.post = _post(slots, return_tuple)
         self.layouts = Layouts(graph)  # dims the graph leaves open (symbolic) compile as size symbols
+        # What became of it, for jit_status / jit_report (a fresh record when no report was given), and its
+        # words on the progress line.
+        self.report = JitReport(graph.name)
+        self.record: RegionRecord = self.report.add(what, regions.ops(graph.nodes))
+        self.label = what
+        self.split_on_failure: Callable[[], Callable] | None = None  # a whole graph's fallback: split it
 
     def entry(self) -> Callable[..., Any]:
         """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
@@ -312,6 +363,8 @@ class _Runner:
                 if self.python_when_training and self.grad and (
                         self.captures_grad or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
                     fn = self.default
+                    if self.record.state == "not called yet":
+                        self.record.state = "default for training calls"
                 elif not self.may_compile or (len(self.variants) >= MAX_VARIANTS and self.default is not None):
                     # tiered, or a shape seen after MAX_VARIANTS others (a None dim, a loop variable changing
                     # shape in a region): the default backend, never made current, no compile on this call.
@@ -319,9 +372,30 @@ class _Runner:
                         self.sampler(self, args)
                     return self.default
                 else:
-                    fn = self.variants[key] = self.compile(args, open_dims=key is okey)
+                    fn = self.variants[key] = self.compile_or_fall_back(args, open_dims=key is okey)
         state[0] = ((args[0].requires_grad if len(args) == 1 else _grad_pattern(args)) if self.grad else None, fn,
                     key[-1], getattr(fn, "fits", None) if key is okey else None)
+        return fn
+
+    def compile_or_fall_back(self, args: tuple, open_dims: bool) -> Callable:
+        """`compile`, or where inductor refuses: the default backend's code for these arguments (noted in the
+        report, with one warning per trace), unless `ta.config.set_jit_strict(True)` or off the call path."""
+        start = time.perf_counter()
+        try:
+            fn = self.compile(args, open_dims=open_dims)
+        except GraphLoweringError as e:
+            if jit_strict() or self.background or self.default is None:
+                raise
+            self.report.fell_back(self.record, self.graph, e, time.perf_counter() - start)
+            if self.split_on_failure is not None:
+                self.default, self.split_on_failure = self.split_on_failure(), None
+                self.record.reason += "; split at its control flow, its regions compiled one by one"
+            return self.default
+        record = self.record
+        record.seconds += time.perf_counter() - start
+        record.variants += 1
+        if record.state != "fell back":
+            record.state = "compiled"
         return fn
 
     def compile_for(self, args: tuple) -> None:
@@ -393,7 +467,7 @@ class _Runner:
 
     def _compile_by_reference(self, args: tuple, config: dict[str, Any] | None = None,
                               open_dims: bool = False) -> Callable:
-        with compile_progress(self.what + (" (open sizes symbolic)" if open_dims else "")):
+        with compile_progress(self.what + (" (open sizes symbolic)" if open_dims else ""), self.label):
             return self._compile_fx(args, config, open_dims)
 
     def _compile_fx(self, args: tuple, config: dict[str, Any] | None, open_dims: bool = False) -> Callable:
@@ -442,13 +516,15 @@ def _layout_error(e: Exception) -> bool:
 
 
 @contextmanager
-def compile_progress(what: str) -> Iterator[None]:
-    """Log the start and the end (with its duration) of an inductor compile; a slow one also says so on stderr."""
+def compile_progress(what: str, label: str | None = None) -> Iterator[None]:
+    """Log the start and the end (with its duration) of an inductor compile; a slow one also says so on stderr,
+    and shows a progress line while it runs (`ProgressLine`: `label`, e.g. "region 2 of 5 of graph step")."""
     jit_logger.info("compiling %s with inductor", what)
     echo(jit_logger, f"compiling {what} with inductor", verbosity=2)
     start = time.perf_counter()
     try:
-        yield
+        with ProgressLine(jit_logger, label or what):
+            yield
     except Exception:
         jit_logger.info("inductor could not compile %s (%.2f s)", what, time.perf_counter() - start)
         raise
@@ -466,29 +542,6 @@ def _pays_to_freeze(graph: Graph) -> bool:
     if not any(t.device.type == "cpu" for _, t in graph.captures):
         return False
     return any(Trait.CONVOLUTION in n.op.traits for n in walk_nodes(graph))
-
-
-def side_effect(graph: Graph) -> Node | None:
-    """A node whose effect outlives a call (a state update, a print, a random op), or None.
-
-    An in-place op on a tensor the graph made itself (`relu(inplace=True)` after a BatchNorm) is not one.
-    In a sub-graph, every input counts as outside: a write to one may reach the enclosing graph's state.
-    """
-    for node in graph.nodes:
-        if node.op.kind is OpKind.CONTROL:
-            hit = next((h for h in map(side_effect, node.subgraphs) if h is not None), None)
-            if hit is not None:
-                return hit
-        elif node.stateful and not _writes_own_list(node) and not writes_only_its_own(graph, node):
-            return node
-    return None
-
-
-def _writes_own_list(node: Node) -> bool:
-    """A list append or pop: its only effect is on a run-time list the graph itself creates."""
-    first = node.args[0] if node.args else None
-    return (node.op.effects is Effect.WRITES_FIRST_ARG and isinstance(first, Value)
-            and first.kind is ValueKind.LIST)
 
 
 def _self_differentiating(gm: torch.fx.GraphModule, grad: bool) -> torch.fx.GraphModule:
@@ -511,8 +564,7 @@ def _grad_pattern(args: tuple) -> tuple:
     return tuple([a.requires_grad for a in args])
 
 
-def _first(out: Any) -> Any:
-    return out[0]
+_first = operator.itemgetter(0)
 
 
 def _post(slots: list[Any], return_tuple: bool) -> Callable[[Any], Any]:

@@ -89,6 +89,7 @@ from typing import Any, Callable
 import torch
 
 from ..graph.ops import Expression
+from ..graph.passes.effects import writes_only_its_own
 from ..graph import (CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
                      walk_nodes)
 
@@ -131,10 +132,57 @@ def lowerable(node: Node, size_input: Callable[[Value], bool] = lambda v: False)
 
     It reads tensors, and numbers for which `size_input` is true (sizes the region recomputes itself)."""
     op = node.op
-    if op.kind is OpKind.CONTROL or op.runs_autograd or op.effects & Effect.RUNS_PYTHON or op.reads_python_state:
+    if op.kind is OpKind.CONTROL or op.runs_autograd or runs_python(op) or indexes_by_data(node):
         return False
     return all(v.kind is ValueKind.TENSOR for v in node.outputs) and \
         all(v.kind is ValueKind.TENSOR or size_input(v) for v in node.input_values())
+
+
+def runs_python(op: Op) -> bool:
+    """Whether `op` must run as Python at every call: its `Effect.RUNS_PYTHON` (a staged optimizer step,
+    `ta.print`), or `Op.reads_python_state` (the ops that track which run-time tensors stand for Python numbers,
+    whose bookkeeping compiled code would do once, while it traces)."""
+    return bool(op.effects & Effect.RUNS_PYTHON) or op.reads_python_state
+
+
+def reads_data_as_number(node: Node) -> bool:
+    """Whether `node` makes a Python number of a tensor's data (`int(t)`, `float(t)`, `t.item()`: its result is an
+    unbacked symbol) or indexes by a 0-d integer tensor, which torch reads as such a number.
+
+    Inductor would have to guard on the number's value (GuardOnDataDependentSymNode): a graph with such a node is
+    split (`jit_compile=True` compiles the regions around it), and the node itself runs in Python."""
+    if indexes_by_data(node):
+        return True
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    made = set()
+    for v in node.outputs:
+        if v.kind is ValueKind.SCALAR and isinstance(v.example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            made |= free_unbacked_symbols(v.example)
+    if not made:
+        return False
+    # A symbol its inputs already have is a size (`x.size(0)` of a None dim, `2 * s` of it); a new one is data.
+    known = set()
+    for v in node.input_values():
+        ex = v.example
+        if isinstance(ex, torch.Tensor):
+            known |= set().union(*(free_unbacked_symbols(d) for d in ex.shape if isinstance(d, torch.SymInt)))
+        elif isinstance(ex, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            known |= free_unbacked_symbols(ex)
+    return not made <= known
+
+
+_INDEXING = frozenset({operator.getitem, operator.setitem})
+
+
+def indexes_by_data(node: Node) -> bool:
+    """`x[t]` / `x[t] = v` with a 0-d integer tensor `t` in the index (Python reads it as an int)."""
+    if node.op.kind is not OpKind.OPERATOR or node.op.target not in _INDEXING or len(node.args) < 2:
+        return False
+    index = node.args[1]
+    return any(v.kind is ValueKind.TENSOR and v.shape == () and v.dtype is not None and
+               not v.dtype.is_floating_point and v.dtype is not torch.bool
+               for v in iter_values(index if isinstance(index, tuple) else (index,)))
 
 
 _SIZE_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
@@ -167,23 +215,26 @@ def hoistable(node: Node) -> bool:
     return node.op.pure and all(v.kind is not ValueKind.TENSOR for v in node.outputs)
 
 
-def split(graph: Graph, compile_region: RegionCompiler) -> Graph:
+def split(graph: Graph, compile_region: RegionCompiler,
+          too_small: Callable[[list[Node]], None] = lambda run: None) -> Graph:
     """A copy of `graph` in which every region worth compiling is one node calling `compile_region`'s function.
 
     The copy has the same inputs, captures and outputs; sub-graphs of control-flow nodes are copied and
-    split the same way. `compile_region` is called once per region, outermost and earliest first.
+    split the same way. `compile_region` is called once per region, outermost and earliest first;
+    `too_small` with each run of tensor nodes left as it is (fewer than `MIN_REGION_OPS` ops).
     """
     captures = {id(v): (v, t) for g in (graph, *(s for n in walk_nodes(graph) for s in n.subgraphs))
                 for v, t in g.captures}
-    return _Splitter(graph.name, captures, compile_region).graph(graph)
+    return _Splitter(graph.name, captures, compile_region, too_small).graph(graph)
 
 
 class _Splitter:
     def __init__(self, name: str, captures: dict[int, tuple[Value, torch.Tensor]],
-                 compile_region: RegionCompiler) -> None:
+                 compile_region: RegionCompiler, too_small: Callable[[list[Node]], None]) -> None:
         self.name = name
         self.captures = captures
         self.compile_region = compile_region
+        self.too_small = too_small
         self.count = 0
 
     def graph(self, g: Graph) -> Graph:
@@ -194,7 +245,7 @@ class _Splitter:
             live[i] = live[i + 1] | {id(v) for v in g.nodes[i].input_values()}
         sizes = _Sizes(g)
         nodes: list[Node] = []
-        i = 0
+        i = reported = 0  # runs too small to compile are reported once, not once per node they start at
         while i < len(g.nodes):
             node = g.nodes[i]
             if not lowerable(node, sizes.recomputable):
@@ -208,6 +259,9 @@ class _Splitter:
                 nodes.append(self.region(run, live[j], sizes))
                 i = j
             else:
+                if i >= reported and ops(run):
+                    self.too_small(run)
+                    reported = j
                 nodes.append(node)
                 i += 1
         return replace(g, nodes=nodes, python_source=None)
@@ -297,3 +351,26 @@ class _Sizes:
                     add(v)
             out.append(node)
         return out
+
+
+def side_effect(graph: Graph) -> Node | None:
+    """A node whose effect outlives a call (a state update, a print, a random op), or None.
+
+    An in-place op on a tensor the graph made itself (`relu(inplace=True)` after a BatchNorm) is not one.
+    In a sub-graph, every input counts as outside: a write to one may reach the enclosing graph's state.
+    """
+    for node in graph.nodes:
+        if node.op.kind is OpKind.CONTROL:
+            hit = next((h for h in map(side_effect, node.subgraphs) if h is not None), None)
+            if hit is not None:
+                return hit
+        elif node.stateful and not _writes_own_list(node) and not writes_only_its_own(graph, node):
+            return node
+    return None
+
+
+def _writes_own_list(node: Node) -> bool:
+    """A list append or pop: its only effect is on a run-time list the graph itself creates."""
+    first = node.args[0] if node.args else None
+    return (node.op.effects is Effect.WRITES_FIRST_ARG and isinstance(first, Value)
+            and first.kind is ValueKind.LIST)

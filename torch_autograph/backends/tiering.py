@@ -14,8 +14,8 @@ from typing import Any, Callable
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph import Graph, Node, autocast_state, under_autocast
-from . import Compiled, CompileOptions, torch_codegen
+from ..graph import Graph, Node, autocast_state, under_autocast, walk_nodes
+from . import Compiled, CompileOptions, regions, torch_codegen
 from .inductor import _compile_split, _lower, _Runner, side_effect
 
 _Fallback = Callable[[str], None]
@@ -132,7 +132,7 @@ class Tiered(Compiled):
         copies its arguments (and the autocast around the call) for the background compile.
         """
         try:
-            _lower(self.graph)
+            _lower_whole(self.graph)
             return None
         except GraphLoweringError:
             pass
@@ -193,7 +193,7 @@ class Tiered(Compiled):
     def _compiled(self, example: tuple, effect: Node | None, freeze: bool) -> Callable[..., Any] | None:
         """The compiled entry, its code compiled for `example` (which it may run once); None: nothing to compile."""
         try:
-            gm, slots, values_graph = _lower(self.graph)
+            gm, slots, values_graph = _lower_whole(self.graph)
         except GraphLoweringError:  # control flow or staged calls: compile the regions
             fn, runners = _compile_split(self.graph, self.return_tuple, self.grad, tiered=True, freeze=freeze)
             for r in runners:
@@ -243,6 +243,23 @@ class Tiered(Compiled):
                     out.append((time.perf_counter() - t0) / number)
         return [statistics.median(t) for t in times]
 
+    def report_lines(self) -> list[str]:
+        """For `ConcreteFunction.jit_report()`: which code runs and the timings that decided it. A compiled
+        variant that timed slower than the default backend is never kept."""
+        head = f"graph {self.graph.name}: jit_compile='auto', {self.status}"
+        out = [head + (f" (compiles after {self.threshold} calls; {self.calls} so far)"
+                       if self.status == "default" else "")]
+        for what, t in (("timed on a copy of the arguments", self.timings), ("timed on the caller's calls",
+                                                                            self.trial_timings)):
+            if t is not None:
+                default, compiled = t
+                verdict = "faster" if compiled < default else "slower"
+                out.append(f"  {what}: default {default * 1e6:.1f} us, compiled {compiled * 1e6:.1f} us per call "
+                           f"({verdict})")
+        if self.status == "kept default":
+            out.append("  the compiled code was not faster than the default backend's: the default runs")
+        return out
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for a started compile; True when the inductor code is in use."""
         if self.thread is not None:
@@ -250,6 +267,14 @@ class Tiered(Compiled):
         return self.status == "compiled"
 
 
+
+
+def _lower_whole(graph: Graph) -> tuple:
+    """`_lower` of the whole graph, refused (so the graph is split) where a node reads tensor data as a number
+    (`regions.reads_data_as_number`): inductor would have to guard on its value."""
+    if any(map(regions.reads_data_as_number, walk_nodes(graph))):
+        raise GraphLoweringError(f"graph {graph.name} reads tensor data as a number")
+    return _lower(graph)
 
 
 def _examples(args: tuple) -> list[Any]:

@@ -163,11 +163,26 @@ class ConcreteFunction:
     # ----- compilation ----------------------------------------------------------------
     @property
     def jit_status(self) -> str:
-        """Which code runs: "off" (jit_compile=False: the default backend), "compiled" (inductor), or with
+        """Which code runs: "off" (jit_compile=False: the default backend); with jit_compile=True "compiled"
+        (inductor, for at least one region), "below threshold" (no region large enough to compile: the default
+        backend's code), "fell back" (inductor refused a region, which runs on the default backend: one warning
+        said why), "not called yet" (compiled at the first call), `jit_report()` per region; or with
         jit_compile="auto" "default" (counting calls on the default backend), "compiling" (inductor, in a
         background thread), "compiled", "kept default" (compiled, but timed slower than the default backend
         on a copy of the arguments) or "failed" (stays on the default backend; one warning said why)."""
         return self._compiled.status
+
+    def jit_report(self) -> str:
+        """What jit_compile did with this trace, one line per region: jit_compile=True: compiled (with the time
+        spent in inductor), below the compile threshold (the default backend's code), or fell back to the default
+        backend (with inductor's reason); jit_compile="auto": which code runs and the timings that decided it."""
+        lines = getattr(self._compiled, "report_lines", None)
+        report = getattr(self._compiled, "report", None)
+        if lines is not None:
+            return "\n".join(lines())
+        if report is not None:
+            return "\n".join(report.lines())
+        return f"graph {self.graph.name}: jit_compile off (the default backend)"
 
     def wait_for_compile(self, timeout: float | None = None) -> bool:
         """jit_compile="auto": wait up to `timeout` s for a background inductor compile already started

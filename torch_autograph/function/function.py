@@ -460,9 +460,12 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
             no dynamo guards per call; gradients through AOT autograd).
             A graph with control flow fx cannot express (`while`, `assert`, a
             `cond` updating state) runs it as Python around compiled
-            straight-line regions (backends/regions.py). Raises
-            `errors.GraphLoweringError` for a graph or region inductor cannot
-            compile; "auto" is tiered: each ConcreteFunction runs on the default
+            straight-line regions (backends/regions.py). A graph or region
+            inductor cannot compile runs on the default backend, with one
+            `errors.JitFallbackWarning` per trace at the user's line
+            (`ta.config.set_jit_strict(True)` raises `errors.GraphLoweringError`
+            instead); `cf.jit_status` / `cf.jit_report()` say which regions
+            compiled, fell back or were too small to compile. "auto" is tiered: each ConcreteFunction runs on the default
             backend first; at its `ta.config.set_jit_threshold` call (default
             100) a daemon thread compiles it with inductor, times both on a copy
             of the arguments and swaps the compiled code in only when faster

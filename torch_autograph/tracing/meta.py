@@ -403,11 +403,13 @@ def _fresh(hit: Any) -> Any:
     if isinstance(hit, TensorMeta):
         ex = hit.example
         fresh = meta_example(tuple(ex.shape), ex.dtype, tuple(ex.stride()), ex.requires_grad)
-        if ex.grad_fn is not None:
-            # An op's result is no leaf: an in-place op on it is allowed (on a leaf that requires grad,
-            # autograd refuses it), whatever was traced before.
+        if fresh.requires_grad and not ex.is_leaf:
+            # An op's result is no leaf: an in-place write on it (`x[0] = 1` after a Linear) is allowed where a
+            # leaf's is refused. A leaf example would make a trace's outcome depend on whether the op was seen
+            # before in the process.
             with torch._C.DisableTorchFunction():
-                fresh = fresh.clone()
+                result = fresh.clone()  # the same strides for every dense layout
+            fresh = result if result.stride() == fresh.stride() else fresh
         return TensorMeta(fresh, hit.device, hit.requires_grad)
     if isinstance(hit, tuple) and not isinstance(hit, torch.Size):
         items = [_fresh(h) for h in hit]
