@@ -14,7 +14,7 @@ from .. import config, nest
 from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
-from ..errors import InvalidArgumentError
+from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
@@ -43,12 +43,14 @@ class ConcreteFunction:
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
-                 checks_autograd: bool = False, autocast: tuple | None = None) -> None:
+                 checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = ()) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
         self.size_check = size_check
         self.checks_autograd = checks_autograd
+        # The value reads library code decided on while tracing, checked per call with the sizes (`size_check`).
+        self.decisions = decisions
         self.autocast = autocast  # the autocast regions in force around the call it was traced for
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
@@ -162,6 +164,10 @@ class ConcreteFunction:
             GraphLoweringError: a construct fx cannot express (a `while` loop, a run-time check, a `cond`
                 whose branches update state), naming the node and the user's line.
         """
+        if self.graph.decisions:
+            raise GraphLoweringError(f"cannot lower graph {self.graph.name} to fx: it holds a decision library "
+                                     f"code took on the traced call's values ({self.graph.decisions[0]}), which "
+                                     f"the GraphModule could not check when it runs")
         return to_fx(self.graph)
 
     def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
