@@ -48,3 +48,10 @@ PATCHES = (
           "the thread that traces only; torch._dynamo.is_compiling and torch._utils.is_compiling call it",
           _targets, _while_tracing),
 )
+
+
+def torch_is_compiling() -> bool:
+    """torch's own answer (torch.compile or torch.export is tracing), whether or not a trace has the patch on:
+    for the package's own code, which must tell dynamo apart from itself."""
+    fn = torch.compiler.is_compiling
+    return getattr(fn, "__wrapped__", fn)()
