@@ -68,3 +68,16 @@ def test_forward_with_an_attention_mask_equals_eager(make, train):
     ids = torch.randint(0, V, (B, T))
     for mask in _masks():
         torch.testing.assert_close(f(ids, mask), model(input_ids=ids, attention_mask=mask).last_hidden_state)
+
+
+def test_the_module_itself_as_a_function_returns_its_model_output():
+    # transformers' merge_with_config_defaults reads the call's keywords; the ModelOutput drops None fields.
+    torch.manual_seed(0)
+    model = _bert().eval()
+    f = ta.function(model)
+    ids = torch.randint(0, V, (B, T))
+    for mask in _masks()[:2]:
+        got, want = f(ids, attention_mask=mask), model(ids, attention_mask=mask)
+        assert type(got) is type(want) and list(got.keys()) == list(want.keys())
+        for k in want.keys():
+            torch.testing.assert_close(got[k], want[k])

@@ -65,8 +65,9 @@ class ConcreteFunction:
         self._signature = signature
         self._result = result
         single = isinstance(result, GraphTensor) or result is None
-        template = nest.map_structure(lambda _: None, result) if not single else None
-        self._pack = None if single else functools.partial(nest.pack_sequence_as, template)
+        # The traced structure itself is the template: a structure with None for its leaves is not always the
+        # same structure (a transformers ModelOutput drops the keys whose value is None).
+        self._pack = None if single else functools.partial(nest.pack_sequence_as, result)
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
