@@ -14,7 +14,7 @@ pytest.importorskip("mkdocstrings_handlers.python")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ["index", "coming-from-tf-function", "control-flow", "debugging", "training", "export", "distributed",
-         "performance", "api/function", "api/user-ops", "api/autograph", "api/state", "api/export", "api/graph",
+         "performance", "library-code", "api/function", "api/user-ops", "api/autograph", "api/state", "api/export", "api/graph",
          "api/config", "api/errors"]
 
 

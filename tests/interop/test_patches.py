@@ -38,7 +38,7 @@ def classes(root):
     return out
 watched = (classes(torch.optim.Optimizer) + classes(torch.optim.lr_scheduler.LRScheduler)
            + classes(torch.amp.GradScaler) + [torch.nn.Module, torch.Tensor, torch._C.TensorBase,
-           torch.nn.parallel.DistributedDataParallel, torch.distributed.ProcessGroup])
+           torch.nn.parallel.DistributedDataParallel, torch.distributed.ProcessGroup, torch.compiler])
 before = {(id(c), n): v for c in watched for n, v in list(vars(c).items())}
 import torch_autograph as ta
 from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES
@@ -188,3 +188,25 @@ def test_the_docs_page_lists_every_patch_of_the_table():
             assert row is not None, p.owner
             assert patch_set.name in row and p.why in row
             assert all(f"`{a}`" in row for a in p.attributes[:4])
+
+
+def test_is_compiling_is_true_in_the_tracing_thread_only():
+    import threading
+
+    seen = {}
+
+    def other():
+        seen["other"] = torch.compiler.is_compiling()
+
+    def body(x):
+        seen["traced"] = (torch.compiler.is_compiling(), torch._dynamo.is_compiling())
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        with ta.init_scope():
+            seen["init_scope"] = torch.compiler.is_compiling()
+        return x + 1
+
+    ta.function(body)(torch.ones(2))
+    assert seen["traced"] == (True, True) and seen["other"] is False and seen["init_scope"] is False
+    assert torch.compiler.is_compiling() is False

@@ -158,18 +158,25 @@ def test_library_style_checks_on_graph_tensors_answer_as_on_real_tensors():
 
 
 def contains(x, c):
-    if c in x:  # <- Python makes a bool of `in` at once: the answer is needed while tracing
+    if c in x:  # converted: a graph bool, `(x == c).any()`
         return x + 1
     return x - 1
 
 
-def test_contains_on_a_graph_tensor_is_a_clear_error_at_the_user_line():
+def test_contains_on_a_graph_tensor_is_a_graph_condition_equal_to_eager():
     x = torch.tensor([1.0, 2.0, 3.0])
-    assert torch.equal(contains(x, torch.tensor(2.0)), x + 1)  # eager
+    f = ta.function(contains)
+    for c in (torch.tensor(2.0), torch.tensor(5.0)):
+        torch.testing.assert_close(f(x, c), contains(x, c))
+    assert len(f.trace_history()) == 1
+
+
+def test_contains_in_code_autograph_does_not_convert_is_a_clear_error_at_the_user_line():
+    x = torch.tensor([1.0, 2.0, 3.0])
     with pytest.raises(ta.errors.OperatorNotAllowedInGraphError) as info:
-        ta.function(contains)(x, torch.tensor(2.0))
+        ta.function(contains, autograph=False)(x, torch.tensor(2.0))
     text = str(info.value)
-    assert "`in` on a graph tensor" in text and line_of(contains, "# <-") in text
+    assert "`in` on a graph tensor" in text and line_of(contains, "# converted") in text
     assert "(x == c).any()" in text
 
 

@@ -217,21 +217,36 @@ def _if(x):
     return -x
 
 
-@pytest.mark.parametrize("fn, what, tensor", [
-    (_use_as_bool, "as a Python bool", "%x"), (_item, "x.item()", "%x"), (_tolist, "x.tolist()", "%x"),
-    (_numpy, "x.numpy()", "%x"), (_int, "int()", "%x"),
-    (_if, "as a Python bool", "%gt"),
-])
+_DECIDED = [(_use_as_bool, "as a Python bool", "%x"), (_item, "x.item()", "%x"), (_tolist, "x.tolist()", "%x"),
+            (_int, "int()", "%x"), (_if, "as a Python bool", "%gt")]
+
+
+@pytest.mark.parametrize("fn, what, tensor", _DECIDED + [(_numpy, "x.numpy()", "%x")])
 def test_values_python_needs_now_raise_with_tensor_and_user_line(fn, what, tensor):
+    # From a signature alone (and numpy() always): no value to decide on.
     traced = ta.function(fn, autograph=False)
     with pytest.raises(OperatorNotAllowedInGraphError) as info:
-        traced(torch.tensor([1.0]) if fn is not _iterate else X)
+        if fn is _numpy:
+            traced(torch.tensor([1.0]))
+        else:
+            traced.get_concrete_function(ta.TensorSpec([1]))
     msg = str(info.value)
     assert what in msg and tensor in msg
     assert _line_of(fn, 1) in msg
     assert "Fix:" in msg
-    with pytest.raises(OperatorNotAllowedInGraphError):
-        traced.get_concrete_function(ta.TensorSpec([1]))
+
+
+@pytest.mark.parametrize("fn", [fn for fn, *_ in _DECIDED])
+def test_values_unconverted_code_reads_are_the_calls_and_guarded(fn):
+    # Code AutoGraph does not convert (autograph=False) reads the call's value (tracing/decisions.py).
+    traced = ta.function(fn, autograph=False)
+    for x in (torch.tensor([1.0]), torch.tensor([1.0]), torch.tensor([0.0])):
+        got, want = traced(x), fn(x)
+        if isinstance(want, torch.Tensor):
+            torch.testing.assert_close(got, want)
+        else:  # Python numbers come back as tensors
+            assert [t.item() for t in got] == want if isinstance(want, list) else got.item() == want
+    assert len(traced.trace_history()) == 2
 
 
 def test_error_while_tracing_shows_the_user_frame():

@@ -34,6 +34,11 @@ def exportable_module(graph: Graph, captures_as_inputs: bool = False, autocast: 
     inputs (and updates those the graph updates), so programs exported from several graphs can share them.
     Its generated source is `module.ta_source`.
     """
+    if graph.decisions:
+        raise GraphLoweringError(
+            f"cannot export graph {graph.name}: it holds a decision library code took on the traced call's values "
+            f"({graph.decisions[0]}), which the program could not check when it runs.\nFix: give the decision "
+            f"as a Python argument, or make it a tensor computation (torch.where).")
     written = {id(v) for n in walk_nodes(graph) for v in node_writes(n)}
     attrs = {id(v): v.name if not hasattr(torch.nn.Module, v.name) and v.name not in _RESERVED
              else f"capture_{v.name}" for v, _ in graph.captures}

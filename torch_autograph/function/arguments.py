@@ -166,11 +166,18 @@ def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
 
 
 def rebuild_call(signature: inspect.Signature, values: dict[str, Any]) -> tuple[list, dict]:
+    """(args, kwargs) calling the function with `values` as a user would: the parameters without a default
+    by position, those with one by keyword (unless a `*args` after them needs them by position). A decorator
+    that reads the call's keywords (transformers' `merge_with_config_defaults`) sees what eager calls give it."""
     args: list = []
     kwargs: dict = {}
-    for p in signature.parameters.values():
+    params = signature.parameters.values()
+    has_star = any(p.kind is p.VAR_POSITIONAL for p in params)
+    for p in params:
         v = values[p.name]
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+        if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty and not has_star:
+            kwargs[p.name] = v
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             args.append(v)
         elif p.kind is p.VAR_POSITIONAL:
             args.extend(v)

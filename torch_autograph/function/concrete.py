@@ -14,7 +14,7 @@ from .. import config, nest
 from ..backends import Compiled
 from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
-from ..errors import InvalidArgumentError
+from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
@@ -43,12 +43,14 @@ class ConcreteFunction:
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
-                 checks_autograd: bool = False, autocast: tuple | None = None) -> None:
+                 checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = ()) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
         self.size_check = size_check
         self.checks_autograd = checks_autograd
+        # The value reads library code decided on while tracing, checked per call with the sizes (`size_check`).
+        self.decisions = decisions
         self.autocast = autocast  # the autocast regions in force around the call it was traced for
         self.notes = notes  # what the trace decided by itself (e.g. a loop variable made symbolic)
         self.grad = grad
@@ -63,8 +65,9 @@ class ConcreteFunction:
         self._signature = signature
         self._result = result
         single = isinstance(result, GraphTensor) or result is None
-        template = nest.map_structure(lambda _: None, result) if not single else None
-        self._pack = None if single else functools.partial(nest.pack_sequence_as, template)
+        # The traced structure itself is the template: a structure with None for its leaves is not always the
+        # same structure (a transformers ModelOutput drops the keys whose value is None).
+        self._pack = None if single else functools.partial(nest.pack_sequence_as, result)
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -196,6 +199,10 @@ class ConcreteFunction:
             GraphLoweringError: a construct fx cannot express (a `while` loop, a run-time check, a `cond`
                 whose branches update state), naming the node and the user's line.
         """
+        if self.graph.decisions:
+            raise GraphLoweringError(f"cannot lower graph {self.graph.name} to fx: it holds a decision library "
+                                     f"code took on the traced call's values ({self.graph.decisions[0]}), which "
+                                     f"the GraphModule could not check when it runs")
         return to_fx(self.graph)
 
     @user_facing

@@ -198,7 +198,7 @@ class Function:
 
     def _remember_fast(self, args: tuple, cf: ConcreteFunction) -> None:
         key = _fast_key(args)
-        if key is None or cf.checks_autograd or cf.autocast is not None:
+        if key is None or cf.checks_autograd or cf.decisions or cf.autocast is not None:
             return  # (the fast keys hold no requires_grad: such a trace is found by the checked path)
         positions = tuple(i for i, a in enumerate(args) if type(a) is _Tensor)
         n_flat = sum(isinstance(x, TensorSpec) for x in iter_type_leaves(cf.arg_types.values()))

@@ -17,23 +17,25 @@ import torch
 from .. import nest
 from ..backends import Backend, CompileOptions
 from ..backends.torch_codegen import TorchBackend
+from ..errors import InvalidArgumentError
 from ..graph import Graph, ValueKind
 from ..graph.passes import (
     eliminate_common_subexpressions,
     eliminate_dead_code,
     fold_constants,
 )
-from ..state import variables
 from ..staging import TRACE_HOOKS, map_origin
+from ..state import variables
 from ..tracing import messages
 from ..tracing.context import Traced
+from ..tracing.decisions import DecisionCheck
 from ..tracing.guards import module_guards
 from ..tracing.recording import NeedsSizeError
 from ..tracing.retrace import Knowledge, Retrace
 from ..tracing.symbols import SYMBOLIC, is_symbolic
 from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, tracing
-from .arguments import placeholders_for, rebuild_call
+from .arguments import collect_inputs, placeholders_for, rebuild_call
 from .concrete import ConcreteFunction
 from .tracebacks import add_user_frames
 
@@ -93,6 +95,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
         state.backed = backed
         state.spec_hint = spec_hint
         values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
+        state.call_inputs = call_inputs(graph.inputs, arg_types, bound, name)
         args, kwargs = rebuild_call(signature, values)
         try:
             result = target(*args, **kwargs)
@@ -160,6 +163,8 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
                            f"code decided on them ({str(first_error).split(' (')[0]}); each decision is checked at "
                            f"every call")
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
+    size_check = _with_decisions(size_check, state, graph)
+    graph.decisions = tuple(d.describe() for d in state.decisions)
     optimize(graph)
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
     freeze = choice.freeze_captures if choice.freeze_captures is not None else \
@@ -170,6 +175,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
+                            decisions=graph.decisions,
                             autocast=state.root.entry_autocast)
 
 
@@ -187,6 +193,33 @@ def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[in
         return size_check(flat) if size_check is not None else None
 
     return check
+
+
+def _with_decisions(size_check: Callable | None, state: TraceState, graph: Graph) -> Any:
+    """`size_check` extended with the value reads library code decided on (tracing/decisions.py): each call's
+    values are computed before the graph runs, and a call that reads another breaks the trace."""
+    if not state.decisions:
+        return size_check
+    decided = DecisionCheck(state.decisions, graph.inputs, graph.captures)
+
+    def check(flat: list) -> str | None:
+        broken = size_check(flat) if size_check is not None else None
+        return broken if broken is not None else decided(flat)
+
+    return check
+
+
+def call_inputs(inputs: list, arg_types: dict[str, Any], bound: dict[str, Any], name: str) -> dict[int, Any]:
+    """id(input Value) -> the call's tensor, where every input has one (none for a trace from a signature)."""
+    flat: list = []
+    try:
+        for n, value in bound.items():
+            collect_inputs(arg_types[n], value, n, flat, name)
+    except (TypeError, InvalidArgumentError):
+        return {}
+    if len(flat) != len(inputs) or any(isinstance(t, Traced) for t in flat):
+        return {}
+    return {id(v): t for v, t in zip(inputs, flat)}
 
 
 def _pinned(state: TraceState, inputs: list) -> bool:

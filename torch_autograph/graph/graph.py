@@ -96,6 +96,9 @@ class Graph:
         python_source: the backend's generated code, once compiled.
         sizes: where each size symbol of the inputs' types comes from
             (`{"u0": "x.size(0)"}`), printed under the signature.
+        decisions: the value reads library code decided on while tracing (`bool(t)` was True at a line): the
+            graph is right only for calls that give the same answers, which the Function checks before it runs
+            the graph; a program exported from it could not, so exporting refuses it.
     """
 
     name: str
@@ -106,6 +109,7 @@ class Graph:
     parent: "Graph | None" = None
     python_source: str | None = None
     sizes: dict[str, str] = field(default_factory=dict)
+    decisions: tuple[str, ...] = ()
 
     def get_operations(self) -> list[Node]:
         """The nodes in program order (TensorFlow's `Graph.get_operations`)."""

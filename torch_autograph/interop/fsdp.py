@@ -53,6 +53,7 @@ from ..tracing.meta import TensorMeta, like_example, meta_example
 from ..tracing.recording import record_with_meta
 from ..tracing.tensor import GraphTensor
 from ..subtraces.user_ops import py_function
+from .conventions import torch_is_compiling
 from .ddp import Flat
 from .patches import Patch
 
@@ -203,7 +204,7 @@ def _forward_without_fsdp_hooks(module: Any, params: list, gathered: Any, pre_id
 
 # ----- the patch -----------------------------------------------------------------------------------------
 def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
-    if current() is None or torch.compiler.is_compiling():
+    if current() is None or torch_is_compiling():
         return torch.nn.Module.__call__(self, *args, **kwargs)
     return _staged_call(self, args, kwargs)
 

@@ -20,18 +20,18 @@ tracing raises instead of silently updating with stale gradients.
 
 from __future__ import annotations
 
-from typing import Any
-
 import types
+from typing import Any
 
 import torch
 
+from .. import interop
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
+from ..subtraces.user_ops import cond, label_of, py_function
 from ..tracing.context import current
 from ..tracing.locations import user_location
-from ..subtraces.user_ops import label_of, py_function
-from .. import interop
+from ..tracing.symbols import is_symbolic
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
 try:
@@ -133,5 +133,33 @@ def call_module(module: Any, args: tuple, kwargs: dict) -> Any:
             m.__dict__.pop("forward", None)
 
 
+def branch_on_symbolic_bool(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Call override: a bool known only when the graph runs (`is_causal=q.size(2) > 1` where the size is
+    symbolic) passed to a C function, which takes a Python bool only, becomes a graph `cond` calling it with
+    True in one branch and False in the other."""
+    if current() is None or not isinstance(f, _BUILTINS):
+        return NotImplemented
+    where = next((i for i, a in enumerate(args) if _symbolic_bool(a)), None)
+    key = next((k for k, v in kwargs.items() if _symbolic_bool(v)), None)
+    if where is None and key is None:
+        return NotImplemented
+    pred = args[where] if where is not None else kwargs[key]
+
+    def call(answer: bool) -> Any:
+        a = args[:where] + (answer,) + args[where + 1:] if where is not None else args
+        kw = {**kwargs, key: answer} if where is None else kwargs
+        again = branch_on_symbolic_bool(f, a, kw)  # another symbolic bool among the arguments
+        return f(*a, **kw) if again is NotImplemented else again
+
+    return cond(pred, lambda: call(True), lambda: call(False))
+
+
+_BUILTINS = (types.BuiltinFunctionType, types.BuiltinMethodType, torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+
+
+def _symbolic_bool(x: Any) -> bool:
+    return isinstance(x, torch.SymBool) and is_symbolic(x)
+
+
 # What `TorchStagingBackend.call` asks, in order, about a library callable converted code calls.
-CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call)
+CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call, branch_on_symbolic_bool)

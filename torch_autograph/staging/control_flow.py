@@ -28,7 +28,7 @@ from ..tracing.locations import is_library_file, user_location
 from ..tracing.numbers import traced
 from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
-from .python_builtins import BUILTINS
+from .python_builtins import BUILTINS, membership
 from .iteration import is_scalar, iteration, python_sequence
 
 def map_origin(filename: str, lineno: int) -> SourceLocation | None:
@@ -140,6 +140,9 @@ class TorchStagingBackend:
         if is_scalar(value):  # a run-time number: Python's `not`
             return traced(torch.sym_not(value) if isinstance(value, torch.SymBool) else value == 0)
         return torch.logical_not(value)
+
+    def contains(self, element: Any, container: Any, origin: Origin) -> Any:
+        return membership(element, container, location(origin))
 
     def assert_(self, cond: Any, msg_thunk: Callable[[], Any] | None, origin: Origin) -> None:
         msg = msg_thunk() if msg_thunk is not None else None

@@ -176,3 +176,33 @@ BUILTINS: dict[Any, Callable] = {
     builtins.all: _reduce(builtins.all, lambda x: x.bool().all()),
     builtins.sum: _sum, builtins.sorted: _sorted, builtins.isinstance: _isinstance, builtins.type: _type,
 }
+
+
+def membership(element: Any, container: Any, loc: Any = None) -> Any:
+    """`element in container` in converted code with a graph value in it: what Python's `__contains__` gives on
+    the run-time values, as a graph bool. A tensor holds `element` where `(container == element).any()`
+    (torch's `Tensor.__contains__`); a list or tuple where an item is `element` or equals it (`bool(item ==
+    element)`, as Python does, so a comparison of more than one element is an error here as there)."""
+    where = f" at {loc}" if loc else ""
+    if isinstance(container, torch.Tensor):
+        if not isinstance(element, (torch.Tensor, int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}{where}")
+        return (container == element).any()
+    if type(container) not in (list, tuple):
+        return element in container  # a dict or set: keys are hashed (a tensor's hash is its identity)
+    answers = []
+    for item in container:
+        if item is element:
+            return True if not answers else torch.stack(answers + [torch.ones((), dtype=torch.bool)]).any()
+        eq = item == element
+        if isinstance(eq, torch.Tensor):
+            if type(eq.numel()) is not int or eq.numel() != 1:
+                raise RuntimeError(f"`in` compares {element!r} with each item by `==`, and the comparison with "
+                                   f"an item of shape {tuple(item.shape) if hasattr(item, 'shape') else '?'} has "
+                                   f"more than one value (Boolean value of Tensor with more than one value is "
+                                   f"ambiguous){where}. Fix: compare explicitly, e.g. `(item == x).all()`")
+            answers.append(eq.reshape(()).to(torch.bool))
+        elif eq:
+            return True
+    return torch.stack(answers).any() if answers else False

@@ -28,17 +28,17 @@ from torch.overrides import TorchFunctionMode
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state
 from ..graph.walkers import iter_leaves
+from . import decisions, grads, numbers, promoted
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
-from . import grads, promoted
 from .messages import leaked_tensor_error
 from .retrace import Retrace
 from .traits import traits_of
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
-from . import numbers
 from .numbers import traced
 from .symbols import SYMBOLIC, ScalarMeta, constant_of, is_symbolic
+
 
 _FunctionType = type(lambda: None)
 _any_autocast = torch._C._is_any_autocast_enabled
@@ -318,6 +318,9 @@ def handle_graph_call(func: Callable, args: tuple, kwargs: dict) -> Any:
             if attr not in _RECORDED_ATTRS:
                 return _native(func, args, kwargs)
         elif name in _VALUE_READS:
+            taken, answer = (False, None) if args[1:] or kwargs else decisions.decide(current(), first, name)
+            if taken:
+                return answer
             fix = CONTROL_FLOW_FIX if name in ("__bool__", "__iter__") else CONTAINS_FIX if name == "__contains__" \
                 else VALUE_FIX
             raise first.not_allowed(_VALUE_READS[name], fix, TypeError if name == "__iter__" else None)

@@ -67,6 +67,10 @@ class TraceState:
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
         self.augmented_symbols: set = set()  # symbols of numbers `n` of an `n op= m` traced here (numbers.py)
+        # The call's tensor per graph input (id of its Value; empty for a trace from a signature alone), and the
+        # value reads library code decided on them (tracing/decisions.py), guards of the trace.
+        self.call_inputs: dict[int, torch.Tensor] = {}
+        self.decisions: list = []
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions

@@ -3,6 +3,8 @@
     a and b or not c   ->  ag__.or_(ag__.and_(a, lambda: b), lambda: ag__.not_(c))
     0 < x < n          ->  ag__.and_(0 < x, lambda: x < n)
     0 < f(y) < n       ->  ag__.and_(0 < (cmp_ := f(y)), lambda: cmp_ < n)
+    c in t             ->  ag__.in_(c, t)              (a graph bool where `t` is a graph tensor)
+    c not in t         ->  ag__.not_(ag__.in_(c, t))
 
 The right operands stay lazy (thunks), preserving short-circuiting. An and/or
 read only by a test (`if a and b:`) passes `True` (`truth`): only its truth
@@ -46,7 +48,7 @@ class _LogicalTransformer(transformer.Transformer):
     def visit_Compare(self, node: gast.Compare) -> gast.expr:
         self.generic_visit(node)
         if len(node.ops) == 1:
-            return node
+            return _membership(node)
         operands = [node.left] + list(node.comparators)
         compares = []
         for i, op in enumerate(node.ops):
@@ -57,7 +59,7 @@ class _LogicalTransformer(transformer.Transformer):
                 tmp = self.ctx.namer.new_symbol("cmp_")
                 operands[i + 1] = transformer.name(tmp)
                 right = gast.NamedExpr(target=transformer.name(tmp, gast.Store), value=right)
-            compares.append(gast.Compare(left=left, ops=[op], comparators=[right]))
+            compares.append(_membership(gast.Compare(left=left, ops=[op], comparators=[right])))
         result = compares[-1]
         for left in reversed(compares[:-1]):
             result = templates.replace_as_expression("ag__.and_(left, lambda: right)",
@@ -81,6 +83,17 @@ def mark_tests(fn: gast.AST) -> None:
                 todo.extend(e.values)
             elif isinstance(e, gast.UnaryOp) and isinstance(e.op, gast.Not):
                 todo.append(e.operand)
+
+
+def _membership(node: gast.Compare) -> gast.expr:
+    """A single `in` / `not in` comparison as the operator call (Python makes `__contains__`'s answer a bool at
+    once, so a graph tensor's membership must not go through it)."""
+    op = node.ops[0]
+    if not isinstance(op, (gast.In, gast.NotIn)):
+        return node
+    call = "ag__.in_(element, container)" if isinstance(op, gast.In) else "ag__.not_(ag__.in_(element, container))"
+    new = templates.replace_as_expression(call, element=node.left, container=node.comparators[0])
+    return transformer.copy_location(new, node)
 
 
 def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

@@ -8,7 +8,7 @@ from torch_autograph.autograph.operators.dispatch import (
 from torch_autograph.autograph.operators.lists import (
     get_item, list_append, list_delitem, list_extend, list_iadd, list_insert, list_pop, list_popped,
     new_list)
-from torch_autograph.autograph.operators.logical import and_, assert_stmt, not_, or_
+from torch_autograph.autograph.operators.logical import and_, assert_stmt, in_, not_, or_
 from torch_autograph.autograph.operators.py_builtins import (
     BUILTIN_OVERLOADS, LazyEnumerate, LazyIterable, LazyRange, LazyZip, abs_, all_, any_, bool_,
     enumerate_, float_, int_, isinstance_, len_, type_, max_, min_, range_, sorted_, sum_, zip_)
@@ -18,7 +18,7 @@ from torch_autograph.autograph.operators.variables import (
 __all__ = [
     "StagingBackend", "register_backend", "current_backend", "is_staged",
     "is_plain", "plain_iter", "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
-    "loop_var_error", "and_", "or_", "not_", "assert_stmt", "list_append", "list_pop", "list_extend",
+    "loop_var_error", "and_", "or_", "not_", "in_", "assert_stmt", "list_append", "list_pop", "list_extend",
     "list_iadd", "new_list", "list_popped", "list_insert", "list_delitem", "get_item",
     "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",
     "ld_attr", "st_attr", "ld_item", "st_item",

@@ -1,4 +1,4 @@
-"""Runtime of converted `and`, `or`, `not` and `assert`.
+"""Runtime of converted `and`, `or`, `not`, `in` and `assert`.
 
 `a and b` becomes `ag__.and_(a, lambda: b)`: the right operand stays lazy,
 so short-circuiting and the returned operand are exactly Python's when the
@@ -53,6 +53,20 @@ def not_(value: Any) -> Any:
     if b is None or type(value) in _PLAIN or not b.is_staged(value):
         return not value
     return b.not_(value, dispatch.caller_origin())
+
+
+def in_(element: Any, container: Any) -> Any:
+    """`element in container`: Python's bool, or the backend's graph bool where an operand is staged (a graph
+    tensor, or a tuple or list holding one), where Python's `__contains__` would have to read a value."""
+    b = _registry.backend
+    if b is None or not hasattr(b, "contains") or not (
+            b.is_staged(container) or b.is_staged(element) or _holds_staged(b, container)):
+        return element in container
+    return b.contains(element, container, dispatch.caller_origin())
+
+
+def _holds_staged(b: Any, container: Any) -> bool:
+    return type(container) in (list, tuple) and any(b.is_staged(x) for x in container)
 
 
 def assert_stmt(cond: Any, msg_thunk: Optional[Callable[[], Any]] = None) -> None:

@@ -152,4 +152,7 @@ def rebind(template: types.FunctionType, original: types.FunctionType,
     fn.__module__ = original.__module__
     fn.__doc__ = original.__doc__
     fn.__annotations__ = dict(getattr(original, "__annotations__", {}) or {})
+    # Decorators that introspect read the original's parameters: the converted code object's (co_varnames,
+    # co_argcount) are the same by construction. No `__wrapped__`: the conversion cache is keyed weakly on the
+    # original and holds the converted function, which would then keep the original (and its closure) alive.
     return fn
