@@ -86,12 +86,16 @@ def test_a_trace_from_a_signature_alone_keeps_the_refusal():
         f.get_concrete_function()
 
 
-def test_converted_code_keeps_graph_control_flow_and_its_bare_bool_refusal():
+def test_converted_code_keeps_graph_values_and_graph_control_flow():
+    # In converted code `bool(t)` is a bool known when the graph runs (AutoGraph's `bool` overload), not a
+    # decision taken at trace time: one trace serves both signs.
     def converted(x):
         return bool(x.sum() > 0)
 
-    with pytest.raises(OperatorNotAllowedInGraphError, match=r"as a Python bool.*test_decisions.py:\d+"):
-        ta.function(converted)(torch.ones(2))
+    g = ta.function(converted)
+    for x in (torch.ones(2), -torch.ones(2)):
+        assert bool(g(x)) is converted(x)
+    assert len(g.trace_history()) == 1
 
     def branch(x, s):
         if (s > 0).all():
