@@ -64,6 +64,8 @@ class TraceState:
         self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
+        # The Python objects the trace may change (state/python_state.Watch), checked around each sub-trace.
+        self.python_state: Any = None
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
