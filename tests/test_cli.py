@@ -95,7 +95,7 @@ def test_a_method_of_a_class_that_needs_arguments_says_how_to_pass_an_instance(c
     status, out, err = _run(capsys, "graph", f"{METHODS}:NeedsArgs.forward", "--signature", "float32[2, 3]")
     assert status == 2 and out == ""
     assert "NeedsArgs.forward is a method" in err and "missing a required argument: 'width'" in err
-    assert f"model = NeedsArgs(...)" in err and f"{METHODS}:model.forward" in err
+    assert "model = NeedsArgs(...)" in err and f"{METHODS}:model.forward" in err
     assert "Traceback" not in err
 
 

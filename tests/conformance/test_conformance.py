@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import corpus  # noqa: E402
 import harness  # noqa: E402
-from cases import A, case  # noqa: E402
+from cases import A  # noqa: E402
 
 FAST_SOURCES = ("tf_autograph", "mindspore")
 PROGRAMS = corpus.programs()

@@ -5,6 +5,7 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.errors import InaccessibleTensorError, OperatorNotAllowedInGraphError
+from torch_autograph.tracing.tensor import GraphTensor
 
 
 def check(fn, *args):
@@ -260,7 +261,7 @@ def test_error_while_tracing_shows_the_user_frame():
     assert f"while tracing matmul at {__file__}:{f.__code__.co_firstlineno + 1}" in text
 
 
-def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
+def test_a_graph_tensor_appended_to_a_captured_list_is_the_call_s_value_after_each_call():
     leaked = []
 
     def leak(x):
@@ -268,7 +269,28 @@ def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
         leaked.append(y)
         return y
 
+    f = ta.function(leak, autograph=False)
+    for i in range(3):
+        out = f(X + i)
+        assert len(leaked) == i + 1 and not isinstance(leaked[i], GraphTensor)
+        torch.testing.assert_close(leaked[i], X + i + 1)
+        assert leaked[i] is out or torch.equal(leaked[i], out)
+    assert f.experimental_get_tracing_count() == 1  # appends only: replayed as `extend`, no guard
+
+
+def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
+    # A list kept by a module is not followed (a module's own state is its parameters and buffers): a graph
+    # tensor left there is refused where it is used, never read as a stale value.
+    holder = torch.nn.Module()
+    holder.leaked = []
+
+    def leak(x):
+        y = x + 1
+        holder.leaked.append(y)
+        return y
+
     ta.function(leak, autograph=False)(X)
+    leaked = holder.leaked
     with pytest.raises(InaccessibleTensorError, match=r"'add'.*out of scope.*'leak'.*Return it from the function"):
         leaked[0] + 1
     with pytest.raises(InaccessibleTensorError, match=r"used at .*test_recording.py:\d+"):

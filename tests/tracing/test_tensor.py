@@ -1,5 +1,7 @@
 """GraphTensor: Python operators, indexing, methods and static metadata, each compared with eager."""
 
+import re
+
 import pytest
 import torch
 
@@ -134,13 +136,13 @@ def test_none_dims_are_symbolic_sizes_and_sizes_are_run_time_values():
                 torch.ones(n * 2 - 1), torch.tensor(n * 3 + 1), torch.tensor(x.numel()))
 
     cf = ta.function(f, autograph=False).get_concrete_function(ta.TensorSpec([None, 4]))
-    assert type(seen["shape"]) is torch.Size and isinstance(seen["shape"][0], torch.SymInt)
-    assert seen["shape"][1] == 4 and seen["size1"] == 4
-    symbol = str(seen["shape"][0])
-    assert f"float32[{symbol}, 4]" in str(cf.graph)
+    assert seen == {}  # written after each call, with its sizes (the trace leaves the dict as it was)
+    assert re.search(r"float32\[\w+, 4\]", str(cf.graph))
     for batch in (1, 3, 8):
         x = torch.randn(batch, 4)
         torch.testing.assert_close(cf(x), eager(x))
+        assert seen == {"shape": torch.Size([batch, 4]), "size1": 4} and type(seen["shape"]) is torch.Size
+        assert type(seen["shape"][0]) is int and type(seen["size1"]) is int
 
 
 # Python operators on run-time Python numbers (`n` an int, `b` a float, both known only when the graph runs):

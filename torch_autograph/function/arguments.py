@@ -46,6 +46,7 @@ def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> to
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(value)
     elif isinstance(value, (int, float, bool, list)):
+        check_python_numbers(value, spec, path, fn_name)
         try:
             value = torch.tensor(value, dtype=spec.dtype)
         except (ValueError, TypeError, RuntimeError) as e:  # ragged, not numbers, or out of the dtype's range
@@ -58,6 +59,47 @@ def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> to
         raise InvalidArgumentError(f"{fn_name}: argument {path} expected {spec!r}, got a tensor with shape "
                         f"{tuple(value.shape)}, dtype {value.dtype}, device {value.device}")
     return value
+
+
+def check_python_numbers(value: Any, spec: TensorSpec, path: str, fn_name: str) -> None:
+    """Raise unless every Python number in `value` converts to `spec.dtype` exactly (TensorFlow's rule).
+
+    `torch.tensor(2.7, dtype=torch.int64)` truncates, `torch.tensor(-1, dtype=torch.uint8)` wraps and
+    `torch.tensor(True, dtype=torch.float32)` makes 1.0: the function would silently compute on a
+    different number than the caller passed, so a float for an integer spec, a bool for a numeric
+    spec (or a number for a bool spec) is a TypeError, and an integer outside the dtype's range a
+    ValueError. Ints are accepted by float and complex specs, floats by complex ones.
+    """
+    dtype = spec.dtype
+    if dtype is None:
+        return
+    for x in _python_leaves(value):
+        if dtype is torch.bool:
+            ok = isinstance(x, bool)
+        elif isinstance(x, bool):
+            ok = False
+        elif dtype.is_complex:
+            ok = isinstance(x, (int, float, complex))
+        elif dtype.is_floating_point:
+            ok = isinstance(x, (int, float))
+        else:
+            ok = isinstance(x, int)
+            if ok and not torch.iinfo(dtype).min <= x <= torch.iinfo(dtype).max:
+                info = torch.iinfo(dtype)
+                raise ValueError(f"{fn_name}: argument {path} expected {spec!r}, got {short_repr(value)}: "
+                                 f"{x} is out of the range of {dtype} [{info.min}, {info.max}]")
+        if not ok:
+            raise TypeError(f"{fn_name}: argument {path} expected {spec!r}, got {short_repr(value)}: can not "
+                            f"convert the Python {type(x).__name__} {x!r} to {dtype} without changing it. Pass a "
+                            f"tensor of that dtype, or a Python value of the matching kind.")
+
+
+def _python_leaves(value: Any):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _python_leaves(v)
+    elif isinstance(value, (bool, int, float, complex)):
+        yield value
 
 
 def short_repr(value: Any) -> str:
@@ -104,6 +146,7 @@ def check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature
             if isinstance(value, np.ndarray):
                 value = torch.from_numpy(value)
             elif isinstance(value, (list, int, float, bool)):
+                check_python_numbers(value, spec, repr(name), fn_name)
                 try:
                     value = torch.as_tensor(value, dtype=spec.dtype)
                 except (TypeError, ValueError, RuntimeError) as e:  # e.g. 300 for uint8: out of its range

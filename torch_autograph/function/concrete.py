@@ -16,6 +16,7 @@ from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
 from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
+from ..state.python_state import StateEffects
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
 from . import signatures as sig
@@ -43,7 +44,8 @@ class ConcreteFunction:
     def __init__(self, *, graph: Graph, compiled: Compiled, signature: inspect.Signature, arg_types: dict[str, Any],
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
-                 checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = ()) -> None:
+                 checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = (),
+                 effects: StateEffects | None = None, n_results: int = 0) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
@@ -57,7 +59,11 @@ class ConcreteFunction:
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
         self.profile_name = f"{function_name} ({self.name})"  # its range in a torch.profiler trace
         self.arg_types = arg_types
-        self.guards = guards
+        # What the call path checks before running it: the modes of the modules it ran, and (`effects.guard`)
+        # the Python objects it changed holding what they held when it was traced. Truthy when any.
+        self.module_guards = guards
+        self.effects = effects
+        self.guards = guards + ((effects,) if effects is not None and effects.guard else ())
         self.last_used = 0
         self._compiled = compiled
         self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
@@ -68,6 +74,7 @@ class ConcreteFunction:
         # The traced structure itself is the template: a structure with None for its leaves is not always the
         # same structure (a transformers ModelOutput drops the keys whose value is None).
         self._pack = None if single else functools.partial(nest.pack_sequence_as, result)
+        self._n_results = n_results  # with effects: the graph's outputs before the effect values
 
     # ----- calling ------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -103,7 +110,7 @@ class ConcreteFunction:
                 raise InvalidArgumentError(f"{self.name} was traced assuming {broken}, which these arguments break "
                                            f"(sizes known only when it runs met an assumption made while tracing); "
                                            f"call the Function, which traces again for them")
-        return self.run(flat)
+        return self.run(flat, bound)
 
     def flat_inputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
         """The tensor leaves of the bound arguments, in placeholder order (checked against the trace types)."""
@@ -120,15 +127,26 @@ class ConcreteFunction:
         except (TypeError, InvalidArgumentError) as e:
             return str(e)
 
-    def run(self, flat: Any) -> Any:
-        """Run the graph on its flat tensor inputs; the one epilogue every call path shares."""
+    def run(self, flat: Any, bound: dict | None = None) -> Any:
+        """Run the graph on its flat tensor inputs; the one epilogue every call path shares. `bound`: the call's
+        arguments, where the trace changed containers among them (None on the fast path: it has none)."""
         try:
             # One module attribute read when no profiler runs: the per-call cost of the ranges below.
             out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
         except Exception as e:
             self.note_runtime_error(e)
             raise
+        if self.effects is not None:
+            return self._write_back(out, bound)
         return out if self._pack is None else self._pack(out)
+
+    def _write_back(self, out: tuple, bound: dict | None) -> Any:
+        """Apply the trace's effects on Python objects with this call's values; the result without them."""
+        n = self._n_results
+        self.effects.apply(out[n:], bound)
+        if self._pack is None:
+            return out[0]
+        return self._pack(out[:n])
 
     def _run_profiled(self, flat: Any) -> Any:
         """A call while `torch.profiler` records: one range named after the function and this trace, and with
@@ -157,7 +175,10 @@ class ConcreteFunction:
         if self.autocast is not None or _any_autocast():
             if autocast_state() != self.autocast:
                 return False
-        for ref, training in self.guards:
+        effects = self.effects
+        if effects is not None and effects.guard and not effects.guard_holds():
+            return False
+        for ref, training in self.module_guards:
             m = ref()
             if m is None or m.training != training:
                 return False

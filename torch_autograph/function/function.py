@@ -244,7 +244,7 @@ class Function:
                     r for r in reasons if not r.startswith("no trace matched")]
             arg_types = dict(zip(bound, types_))
             cf = concrete_function(self._backend, self._traced_target(), self._name, self._signature, arg_types,
-                                   bound, grad, owner=self)
+                                   bound, grad, owner=self, source=self._callable_and_self())
             self._cache.add(key, cf)
             self._tracing_count += 1
             event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)

@@ -26,6 +26,7 @@ from ..graph.passes import (
 )
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import variables
+from ..state.python_state import StateEffects, Watch, plan_effects, watch_captures
 from ..tracing import messages
 from ..tracing.context import Traced
 from ..tracing.decisions import DecisionCheck
@@ -37,6 +38,7 @@ from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, tracing
 from .arguments import collect_inputs, placeholders_for, rebuild_call
 from .concrete import ConcreteFunction
+from .signatures import Identity, Structure
 from .tracebacks import add_user_frames
 
 
@@ -85,30 +87,63 @@ SPEC_HINT = 17
 
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
-          bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None
-          ) -> tuple[Graph, Any, tuple, TraceState]:
+          bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
+          source: tuple = ()) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace). `backed`: None dims are backed by the call's sizes, or by `spec_hint` where the
-    argument is a TensorSpec alone."""
+    the finished trace, its effects on Python objects). `backed`: None dims are backed by the call's sizes, or
+    by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
+    it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
-    with torch.set_grad_enabled(grad), tracing(graph, TRACE_HOOKS) as state:
-        state.backed = backed
-        state.spec_hint = spec_hint
-        values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
-        state.call_inputs = call_inputs(graph.inputs, arg_types, bound, name)
-        args, kwargs = rebuild_call(signature, values)
-        try:
-            result = target(*args, **kwargs)
-        except Exception as e:
-            ours = messages.data_dependent_error(e, name, map_origin)
-            if ours is not None:
-                raise ours from None  # torch's text names its own internals and a debugging doc
-            add_user_frames(e)
-            raise
-        result = finish_outputs(state, graph, result)
-        guards = module_guards(state)
-        graph.sizes = state.symbols.input_sizes(graph.inputs)
-    return graph, result, guards, state
+    watch = Watch()
+    for obj in source[1:]:
+        watch.hold(obj)
+    if source:
+        watch_captures(source[0], watch)
+    try:
+        with torch.set_grad_enabled(grad), tracing(graph, TRACE_HOOKS) as state:
+            state.backed = backed
+            state.spec_hint = spec_hint
+            state.python_state = watch
+            values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
+            state.call_inputs = call_inputs(graph.inputs, arg_types, bound, name)
+            for n in bound:
+                _watch_argument(watch, arg_types[n], values[n], (n,))
+            args, kwargs = rebuild_call(signature, values)
+            try:
+                result = target(*args, **kwargs)
+            except Exception as e:
+                ours = messages.data_dependent_error(e, name, map_origin)
+                if ours is not None:
+                    raise ours from None  # torch's text names its own internals and a debugging doc
+                add_user_frames(e)
+                raise
+            result = finish_outputs(state, graph, result)
+            n_results = len(graph.outputs)
+
+            def to_output(x: GraphTensor) -> int:
+                graph.outputs.append(state.to_value(state.to_graph_tensor(x)))
+                return len(graph.outputs) - 1 - n_results
+
+            effects = plan_effects(watch, to_output, {id(t) for _, t in graph.captures})
+            state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
+            guards = module_guards(state)
+            graph.sizes = state.symbols.input_sizes(graph.inputs)
+    finally:
+        watch.restore()  # a failed trace too leaves the caller's objects as they were
+    return graph, result, guards, state, effects
+
+
+def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
+    """Follow the dicts and lists the placeholders of one argument were built into, and its held objects."""
+    if isinstance(t, Structure) and type(value) in (list, dict):
+        watch.argument(value, path)
+        kids = value.items() if type(value) is dict else enumerate(value)
+        types_ = dict(zip(t.keys, t.items))
+        for k, child in kids:
+            if k in types_:
+                _watch_argument(watch, types_[k], child, path + (k,))
+    elif isinstance(t, Identity):
+        watch.hold(value)
 
 
 def optimize(graph: Graph) -> None:
@@ -123,8 +158,8 @@ _MAX_RETRACES = 3  # each piece of knowledge is learnt once: backed sizes, the s
 
 
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
-                      arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None
-                      ) -> ConcreteFunction:
+                      arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None,
+                      source: tuple = ()) -> ConcreteFunction:
     """The whole pipeline for one trace. The one place a trace is done again with what an earlier attempt
     learnt (`Retrace`); each reason joins the trace's notes. `owner`: the Function (its Variables' rule)."""
     knowledge, learnt = Knowledge(), []
@@ -135,8 +170,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
             with variables.creation_rules(owner, knowledge.singleton_check) as created:
-                graph, result, guards, state = trace(target, name, signature, arg_types, bound, grad,
-                                                     backed=knowledge.backed, spec_hint=spec_hint)
+                graph, result, guards, state, effects = trace(target, name, signature, arg_types, bound, grad,
+                                                              backed=knowledge.backed, spec_hint=spec_hint,
+                                                              source=source)
             if created():
                 raise Retrace("the first trace created Variables: traced again, where creating one is an error",
                               singleton_check=True)
@@ -169,14 +205,15 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
     freeze = choice.freeze_captures if choice.freeze_captures is not None else \
         (True if choice.jit_compile == "auto" else None)
-    options = CompileOptions(return_tuple=not (isinstance(result, GraphTensor) or result is None), grad=grad,
-                             freeze_captures=freeze)
+    single = isinstance(result, GraphTensor) or result is None
+    options = CompileOptions(return_tuple=not single or effects is not None, grad=grad, freeze_captures=freeze)
     compiled = choice.backend().compile(graph, options)
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
                             decisions=graph.decisions,
-                            autocast=state.root.entry_autocast)
+                            autocast=state.root.entry_autocast, effects=effects,
+                            n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
 
 def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[int, tuple[bool, bool]]) -> Any:

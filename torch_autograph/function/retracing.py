@@ -105,7 +105,9 @@ def explain(last: Any, grad: bool, types_: tuple, arg_names: list[str], other_tr
     now = autocast_state()
     if now != last.autocast:
         reasons.append(f"autocast around the call {_autocast_words(last.autocast)} -> {_autocast_words(now)}")
-    for ref, training in last.guards:
+    if last.effects is not None and last.effects.guard and not last.effects.guard_holds():
+        reasons.append(last.effects.guard_reason())
+    for ref, training in last.module_guards:
         m = ref()
         if m is not None and m.training != training:
             reasons.append(f"module {type(m).__name__} at {id(m):#x} switched "

@@ -7,7 +7,6 @@ code in a sub-trace whose reads of enclosing values become sub-graph inputs.
 from __future__ import annotations
 
 import enum
-
 from typing import Any, Callable
 
 import torch
@@ -22,7 +21,6 @@ from ..tracing.recording import record_with_meta
 from ..tracing.symbols import SYMBOLIC, constant_of
 from ..tracing.tensor import GraphTensor
 from ..tracing.trace import TraceState, reenter, subtrace
-
 
 SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
 
@@ -123,12 +121,20 @@ class Branch:
         self.lifted.add(id(v))
 
     def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        # A Python object that outlives the call changed while a branch or loop body was traced would be
+        # changed whichever way the graph goes at run time: the root trace's watch refuses that.
+        watch = self.outer.root.python_state
+        token = watch.token() if watch is not None else None
         if self.state is not None:
             with reenter(self.state):
-                return fn(*args)
-        with subtrace(self.graph, self.lift) as state:
-            self.state = state
-            return fn(*args)
+                out = fn(*args)
+        else:
+            with subtrace(self.graph, self.lift) as state:
+                self.state = state
+                out = fn(*args)
+        if token is not None:
+            watch.check_unchanged(token)
+        return out
 
     def record(self, fn: Callable[[], Any]) -> Any:
         """Record more ops into this (finished) branch, e.g. a conversion of its output."""

@@ -71,6 +71,8 @@ class TraceState:
         # value reads library code decided on them (tracing/decisions.py), guards of the trace.
         self.call_inputs: dict[int, torch.Tensor] = {}
         self.decisions: list = []
+        # The Python objects the trace may change (state/python_state.Watch), checked around each sub-trace.
+        self.python_state: Any = None
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions

@@ -9,7 +9,6 @@
 import unittest
 import unittest.mock
 
-import torch
 
 
 # TODO(mdan): Add tests for all builtins.

@@ -7,7 +7,6 @@
 
 import collections
 
-import torch
 
 
 def inline_namedtuple(x):

@@ -9,7 +9,6 @@
 Generally, composite symbols should be treated like regular ones.
 """
 
-import torch
 
 
 def if_basic_dict(a):

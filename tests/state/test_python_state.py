@@ -1,0 +1,161 @@
+"""A graph call has the effects the eager call has on Python objects that outlive it (dicts, lists, objects).
+
+Each program runs eagerly and as a `ta.function` on copies of the same state, for several calls; after each
+call the results and the objects' contents must agree, and no graph tensor is left in them.
+"""
+
+import copy
+import types
+
+import pytest
+import torch
+
+import torch_autograph as ta
+from torch_autograph.tracing.context import Traced
+
+
+def _no_graph_values(x):
+    if isinstance(x, Traced):
+        return False
+    if isinstance(x, (list, tuple)):
+        return all(_no_graph_values(v) for v in x)
+    if isinstance(x, dict):
+        return all(_no_graph_values(v) for v in x.values())
+    if isinstance(x, types.SimpleNamespace):
+        return _no_graph_values(vars(x))
+    return True
+
+
+def _assert_same_state(got, want):
+    assert _no_graph_values(got)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
+def body(x, s):
+    s["a"] = s["a"] * 2
+    s["log"].append(x.sum())
+    s["cache"] = torch.cat([s["cache"], x[None]])
+    return x + 1
+
+
+def test_dict_argument_items_and_nested_list_appends_are_replayed_at_every_call():
+    st = {"a": torch.ones(2), "log": [], "cache": torch.zeros(0, 2)}
+    ref = copy.deepcopy(st)
+    f = ta.function(body)
+    for i in range(3):
+        x = torch.full((2,), float(i + 1))
+        torch.testing.assert_close(f(x, st), body(x, ref))
+        _assert_same_state(st, ref)
+    assert st["a"].tolist() == [8.0, 8.0] and len(st["log"]) == 3 and st["cache"].shape == (3, 2)
+
+
+def list_ops(x, xs):
+    xs.append(x * 2)
+    xs.extend([x + 1, x - 1])
+    xs.insert(0, x.sum())
+    xs.pop(1)
+    del xs[-1]
+    xs[0] = xs[0] * 10
+    xs[1:2] = [x * 3, x * 4]
+    return torch.stack([v.sum() for v in xs])
+
+
+def test_list_argument_methods_and_item_writes_are_replayed_in_order():
+    got, want = [torch.ones(2)], [torch.ones(2)]
+    f = ta.function(list_ops)
+    for i in range(3):
+        x = torch.tensor([1.0, float(i)])
+        torch.testing.assert_close(f(x, got), list_ops(x, want))
+        _assert_same_state(got, want)
+
+
+def test_clearing_an_argument_list_and_a_dict_is_replayed():
+    def reset(x, xs, d):
+        xs.clear()
+        d.pop("old")
+        d["new"] = x * 2
+        return x + len(xs)
+
+    for _ in range(2):
+        xs, d = [torch.ones(1), torch.ones(1)], {"old": torch.zeros(1), "keep": 3}
+        rxs, rd = copy.deepcopy(xs), copy.deepcopy(d)
+        f = ta.function(reset)
+        x = torch.tensor([2.0])
+        torch.testing.assert_close(f(x, xs, d), reset(x, rxs, rd))
+        _assert_same_state((xs, d), (rxs, rd))
+        assert list(d) == list(rd)
+
+
+def test_attribute_of_a_plain_object_argument_holds_the_call_s_value():
+    def remember(x, obj):
+        obj.last = x * 2
+        obj.history = obj.history + [x.sum()]
+        return x + 1
+
+    obj, ref = types.SimpleNamespace(history=[]), types.SimpleNamespace(history=[])
+    f = ta.function(remember)
+    for i in range(3):
+        x = torch.tensor([float(i), 1.0])
+        torch.testing.assert_close(f(x, obj), remember(x, ref))
+        _assert_same_state(vars(obj), vars(ref))
+
+
+def test_captured_list_read_and_cleared_sees_its_contents_at_each_call():
+    # pytorch/examples reinforcement_learning/reinforce.py, finish_episode (BSD-3-Clause): the rewards of an
+    # episode are read into the loss, then the list is cleared for the next episode.
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(2, 1)
+    rewards = []
+
+    def finish():
+        loss = (lin(torch.ones(len(rewards), 2)).squeeze(-1) * torch.tensor(rewards)).sum()
+        rewards.clear()
+        return loss
+
+    f = ta.function(finish)
+    for episode in ([1.0, 1.0], [5.0, 5.0], [2.0, 2.0, 2.0], [5.0, 5.0]):
+        rewards.extend(episode)
+        want = finish()
+        rewards.extend(episode)
+        torch.testing.assert_close(f(), want)
+        assert rewards == []
+    reasons = " ".join(r for e in f.trace_history() for r in e.reasons)
+    assert "list the trace changed holds other contents than when it was traced" in reasons
+
+
+def test_captured_dict_of_tensors_updated_every_call():
+    state = {"h": torch.zeros(2), "steps": []}
+
+    def step(x):
+        state["h"] = state["h"] * 0.5 + x
+        state["steps"].append(state["h"].sum())
+        return state["h"]
+
+    ref = copy.deepcopy(state)
+
+    def eager(x):
+        ref["h"] = ref["h"] * 0.5 + x
+        ref["steps"].append(ref["h"].sum())
+        return ref["h"]
+
+    f = ta.function(step)
+    for i in range(4):
+        x = torch.tensor([1.0, float(i)])
+        torch.testing.assert_close(f(x), eager(x))
+        _assert_same_state(state, ref)
+
+
+def test_captured_list_appended_inside_a_tensor_if_is_refused_at_the_user_line():
+    log = []
+
+    def f(x):
+        if x.sum() > 0:
+            log.append(x * 2)  # marker: append in branch
+        return x + 1
+
+    with pytest.raises(TypeError, match=r"list that outlives the call is changed inside a tensor `if` or loop "
+                                         r"\(.*test_python_state.py:\d+") as e:
+        ta.function(f)(torch.ones(2))
+    line = next(i for i, l in enumerate(open(__file__), 1) if "marker: append in branch" in l)
+    assert f"test_python_state.py:{line}" in str(e.value) or f"test_python_state.py:{line - 1}" in str(e.value)
+    assert log == []

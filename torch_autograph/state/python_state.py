@@ -1,0 +1,415 @@
+"""Effects of a trace on Python objects that outlive the call, replayed after every call with its real values.
+
+Eager code that writes `state["a"] = x * 2`, `log.append(x.sum())`, `rewards.clear()` or `obj.last = y`
+changes objects the caller keeps. A trace runs that Python once, on graph tensors: without this module the
+writes land in a copy (dict and list arguments are rebuilt around placeholders) or leave graph tensors in the
+user's objects. Like torch._dynamo's side effects, what is replayed is the final state of each object the
+trace changed (`old[:] = new`, `old.clear(); old.update(new)`, `setattr`), its graph values becoming extra
+outputs of the graph; the structure (which keys, how many items) is part of the trace.
+
+Two kinds of objects are followed:
+
+- containers of the arguments (dicts and lists rebuilt around placeholders): found again by their path in the
+  call's arguments, so each call updates the objects it was given;
+- objects held by identity (the closure's and globals' lists, dicts and plain objects, and objects passed as
+  arguments): snapshot before the trace and put back after it, so the trace leaves them as they were. What the
+  trace read of such an object was fixed when it ran, so a changed object carries a guard: the entries it changed
+  (a list: all its items) must hold at the start of a call what they held before the trace, or the Function
+  traces again. A list the trace only appended
+  to is replayed as `extend` and needs no guard.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..tracing.context import Traced
+from ..tracing.locations import user_location
+from ..tracing.symbols import SYMBOLIC
+
+_SCALARS = (int, float, bool, str, bytes, complex, type(None))
+_NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
+_MAX_DEPTH = 4  # containers nested deeper than this in a captured object are not followed
+_MAX_OBJECTS = 256  # nor more than this many objects per trace (a captured model's whole tree would be too many)
+
+
+class StateEffectError(TypeError):
+    """A trace changed a Python object in a way that can not be replayed at every call."""
+
+
+# ----- what a trace saw ---------------------------------------------------------------------------
+@dataclass
+class Watch:
+    """The objects a trace may change, with their contents before it ran."""
+
+    held: list = field(default_factory=list)  # (object, kind, contents) by identity
+    arg_containers: list = field(default_factory=list)  # (trace-side container, path, contents)
+    paths: dict = field(default_factory=dict)  # id(trace-side container) -> its path in the arguments
+    _seen: set = field(default_factory=set)
+
+    def hold(self, obj: Any, depth: int = 0) -> None:
+        """Follow `obj` (and the containers inside it) by identity."""
+        if depth > _MAX_DEPTH or id(obj) in self._seen or len(self._seen) >= _MAX_OBJECTS:
+            return
+        kind = _kind(obj)
+        if kind is None:
+            return
+        self._seen.add(id(obj))
+        contents = _contents(obj, kind)
+        self.held.append((obj, kind, contents))
+        for v in _values(contents, kind):
+            self.hold(v, depth + 1)
+
+    def argument(self, container: Any, path: tuple) -> None:
+        """Follow a container the trace built around placeholders for the argument at `path`."""
+        kind = _kind(container)
+        if kind in ("list", "dict") and id(container) not in self.paths:
+            self.paths[id(container)] = path
+            self.arg_containers.append((container, path, _contents(container, kind)))
+
+    def token(self) -> list:
+        """What the followed objects hold now (compared by `check_unchanged`)."""
+        return [_contents(obj, kind) for obj, kind, _ in self.held] + \
+            [_contents(c, _kind(c)) for c, _, _ in self.arg_containers]
+
+    def check_unchanged(self, token: list) -> None:
+        """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
+        traced, so the change would be replayed whichever branch runs, however many times the loop runs."""
+        objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, _kind(c)) for c, _, _ in self.arg_containers]
+        for (obj, kind), before in zip(objects, token):
+            now = _contents(obj, kind)
+            if not _same_items(now, before, kind) and _replayed(now, before, kind) and \
+                    not _staged_writes(now, before, kind):
+                loc = user_location()
+                raise StateEffectError(
+                    f"a {type(obj).__name__} that outlives the call is changed inside a tensor `if` or loop"
+                    f"{f' ({loc})' if loc else ''}: the graph decides at run time whether (and how often) that "
+                    f"code runs, and Python objects can only be updated after the call as a whole. Compute the "
+                    f"new values in the branch or loop into local variables (tensors), and store them after it")
+
+    def restore(self) -> None:
+        """Put back as they were before the trace the held objects it changed in a way replayed at each call
+        (graph values written into them, items removed); additions of Python values stay, made once."""
+        for obj, kind, contents in self.held:
+            now = _contents(obj, kind)
+            if not _same_items(now, contents, kind) and _replayed(now, contents, kind):
+                _assign(obj, kind, contents)
+
+
+def watch_captures(fn: Any, watch: Watch) -> None:
+    """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    for cell in fn.__closure__ or ():
+        try:
+            watch.hold(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    glob = getattr(fn, "__globals__", {})
+    for name in _global_names(code):
+        if name in glob:
+            watch.hold(glob[name])
+
+
+def _global_names(code: types.CodeType):
+    yield from code.co_names
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _global_names(c)
+
+
+def _kind(obj: Any) -> str | None:
+    t = type(obj)
+    if t is list:
+        return "list"
+    if t is dict:
+        return "dict"
+    if isinstance(obj, (Traced, torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+                        types.BuiltinFunctionType, _SCALARS, tuple, frozenset, set)):
+        return None
+    if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)) or _persistent(obj):
+        return None  # their own state is staged (parameters, buffers, optimizer state) where it is tensors
+    d = getattr(obj, "__dict__", None)
+    return "attrs" if type(d) is dict and not callable(obj) else None
+
+
+def _persistent(obj: Any) -> bool:
+    """An object of this library (a Variable, an optimizer, a tape) or of torch (a GradScaler): made once by the
+    first trace and kept, as TensorFlow keeps the Variables a first trace creates; its updates are staged."""
+    if isinstance(obj, Traced):
+        return False
+    module = type(obj).__module__
+    return module.startswith("torch_autograph.") or module.startswith("torch.")
+
+
+def _absorb_created(watch: Watch) -> None:
+    """Keys of held dicts and objects the trace set to objects of this library count as there before it."""
+    for i, (obj, kind, before) in enumerate(watch.held):
+        if kind == "list":
+            continue
+        old = dict(before)
+        created = [(k, v) for k, v in _contents(obj, kind) if _persistent(v) and old.get(k, None) is not v]
+        if created:
+            old.update(created)
+            watch.held[i] = (obj, kind, list(old.items()))
+
+
+def _contents(obj: Any, kind: str) -> Any:
+    if kind == "list":
+        return list(obj)
+    if kind == "dict":
+        return list(obj.items())
+    return list(vars(obj).items())
+
+
+def _values(contents: list, kind: str):
+    return contents if kind == "list" else (v for _, v in contents)
+
+
+def _same_items(a: list, b: list, kind: str) -> bool:
+    if len(a) != len(b):
+        return False
+    if kind == "list":
+        return all(x is y for x, y in zip(a, b))
+    return all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a, b))
+
+
+def _replayed(now: list, before: list, kind: str) -> bool:
+    """Whether a change is one replayed at every call: it stores graph values (a trace-time value would be
+    wrong, or out of scope, after the call) or removes items (`clear`, `pop`, `del`: what the trace read of the
+    object is then guarded). Additions of Python values (`traced.append(1)`, a counter) are made once, while
+    tracing, as TensorFlow documents for Python side effects."""
+    if kind == "list":
+        if len(now) < len(before) or not _same_items(now[:len(before)], before, kind):
+            return True
+        return any(_holds_graph(v) for v in now[len(before):])
+    old = dict(before)
+    new = dict(now)
+    if any(k not in new for k in old):
+        return True
+    return any(_holds_graph(v) for k, v in new.items() if old.get(k, _MISSING) is not v)
+
+
+_MISSING = object()
+
+
+def _holds_graph(x: Any, depth: int = 0) -> bool:
+    """A graph tensor or run-time number, or a list, tuple or dict holding one."""
+    if isinstance(x, Traced):
+        return isinstance(x, torch.Tensor)
+    if isinstance(x, SYMBOLIC):
+        return True
+    if depth < _MAX_DEPTH and type(x) in (list, tuple, torch.Size):
+        return any(_holds_graph(v, depth + 1) for v in x)
+    if depth < _MAX_DEPTH and type(x) is dict:
+        return any(_holds_graph(v, depth + 1) for v in x.values())
+    return False
+
+
+def _staged_writes(now: list, before: list, kind: str) -> bool:
+    """Whether `now` differs from `before` only by graph values (or lists of them) put in place of items: the
+    staged loop and branch state of attributes and items does that, the graph carrying those values."""
+    if len(now) != len(before):
+        return False
+    if kind != "list":
+        if any(k != j for (k, _), (j, _) in zip(now, before)):
+            return False
+        now, before = [v for _, v in now], [v for _, v in before]
+    return all(v is w or isinstance(v, Traced) or _holds_graph(v) for v, w in zip(now, before))
+
+
+def _assign(obj: Any, kind: str, contents: list) -> None:
+    if kind == "list":
+        obj[:] = contents
+    elif kind == "dict":
+        obj.clear()
+        obj.update(contents)
+    else:
+        d = vars(obj)
+        keep = dict(contents)
+        for k in [k for k in d if k not in keep]:
+            delattr(obj, k)
+        for k, v in contents:
+            if k not in d or d[k] is not v:
+                setattr(obj, k, v)
+
+
+# ----- the plan replayed at every call --------------------------------------------------------------
+# An item plan: ("out", i) the i-th effect output; ("arg", path) the call's argument object at path;
+# ("obj", x) x itself; ("num", SymInt/SymFloat/SymBool, i) the Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
+
+
+@dataclass(frozen=True)
+class StateEffects:
+    """The effects of one trace on Python objects: applied after each call, with the guard they need."""
+
+    on_args: tuple  # (path, kind, item plans) per changed argument container
+    on_held: tuple  # (object, kind, item plans, append_only) per changed held object
+    guard: tuple  # (object, kind, items or (key, value)s before the trace) that must hold at the start of a call
+    n_outputs: int  # graph outputs at the end of the graph that are effect values
+
+    def guard_holds(self) -> bool:
+        """Whether each guarded entry holds what it held when traced (scalars by value, the rest by identity)."""
+        for obj, kind, checks in self.guard:
+            if kind == "list":
+                now = _contents(obj, kind)
+                if len(now) != len(checks) or not all(_same_value(v, w) for v, w in zip(now, checks)):
+                    return False
+            else:
+                now = dict(_contents(obj, kind))
+                if not all(_same_value(now.get(k, _MISSING), w) for k, w in checks):
+                    return False
+        return True
+
+    def guard_reason(self) -> str:
+        names = ", ".join(sorted({type(obj).__name__ for obj, _, _ in self.guard}))
+        return f"a {names} the trace changed holds other contents than when it was traced"
+
+    def apply(self, outs: tuple, bound: dict | None) -> None:
+        """Write this call's values into the objects (all resolved before the first write)."""
+        writes = []
+        for path, kind, plans in self.on_args:
+            if bound is None:
+                continue  # (the fast path: no containers among the arguments)
+            writes.append((_at_path(bound, path), kind, [_resolve(p, outs, bound) for p in plans], False))
+        for obj, kind, plans, append_only in self.on_held:
+            writes.append((obj, kind, [_resolve(p, outs, bound) for p in plans], append_only))
+        for obj, kind, items, append_only in writes:
+            if append_only:
+                obj.extend(items)
+            else:
+                _assign(obj, kind, items)
+
+
+def _same_value(v: Any, w: Any) -> bool:
+    return v is w or (type(v) is type(w) and type(v) in _SCALARS and v == w)
+
+
+def _guarded(now: list, before: list, kind: str, captured: set) -> list:
+    """What a call must find to run this trace. A list: all its items (positions shift). A dict or object: the
+    entries the trace changed whose old value it may have read — a Python value (read while tracing), a
+    tensor the graph captured (read by reference: another tensor there would not be seen); an old tensor the
+    graph did not read, overwritten, needs no check."""
+    if kind == "list":
+        return list(before)
+    new = dict(now)
+    return [(k, w) for k, w in before if new.get(k, _MISSING) is not w and
+            (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))]
+
+
+def _at_path(bound: dict, path: tuple) -> Any:
+    obj = bound[path[0]]
+    for k in path[1:]:
+        obj = obj[k]
+    return obj
+
+
+def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
+    tag = plan[0]
+    if tag == "out":
+        return outs[plan[1]]
+    if tag == "obj":
+        return plan[1]
+    if tag == "arg":
+        return _at_path(bound, plan[1])
+    if tag == "num":
+        return _NUMBER_OF[plan[1]](outs[plan[2]].item())
+    if tag == "item":
+        return (plan[1], _resolve(plan[2], outs, bound))
+    _, kind, keys, items = plan
+    values = [_resolve(p, outs, bound) for p in items]
+    if kind is dict:
+        return dict(zip(keys, values))
+    return kind(values)
+
+
+def plan_effects(watch: Watch, to_output: Any, captured: set) -> StateEffects | None:
+    """The effects the finished trace made on the watched objects (held ones are restored here).
+
+    `to_output(graph_tensor) -> int` makes a graph tensor an extra output of the graph and gives its index;
+    `captured`: the ids of the real tensors the graph reads.
+    """
+    _absorb_created(watch)
+    finals = [(obj, kind, _contents(obj, kind), contents) for obj, kind, contents in watch.held]
+    watch.restore()  # (after reading the final contents: the plan writes them at each call)
+    held_ids = {id(obj) for obj, _, _ in watch.held}
+    planner = _Planner(watch.paths, held_ids, to_output)
+    on_args = []
+    for container, path, before in watch.arg_containers:
+        kind = _kind(container)
+        now = _contents(container, kind)
+        if not _same_items(now, before, kind):
+            on_args.append((path, kind, tuple(planner.item(kv, kind) for kv in now)))
+    on_held, guard = [], []
+    for obj, kind, now, before in finals:
+        if _same_items(now, before, kind) or not _replayed(now, before, kind):
+            continue
+        append_only = kind == "list" and len(now) > len(before) and _same_items(now[:len(before)], before, kind)
+        items = now[len(before):] if append_only else now
+        on_held.append((obj, kind, tuple(planner.item(kv, kind) for kv in items), append_only))
+        if not append_only:
+            checks = _guarded(now, before, kind, captured)
+            if checks:
+                guard.append((obj, kind, checks))
+    if not on_args and not on_held:
+        return None
+    return StateEffects(tuple(on_args), tuple(on_held), tuple(guard), planner.n_outputs)
+
+
+class _Planner:
+    def __init__(self, paths: dict, held_ids: set, to_output: Any) -> None:
+        self.paths, self.held_ids, self.to_output = paths, held_ids, to_output
+        self.n_outputs = 0
+        self._outputs: dict[int, int] = {}
+
+    def item(self, kv: Any, kind: str) -> tuple:
+        if kind == "list":
+            return self.value(kv, 0)
+        return ("item", kv[0], self.value(kv[1], 0))
+
+    def value(self, x: Any, depth: int) -> tuple:
+        if isinstance(x, Traced):
+            if not isinstance(x, torch.Tensor):
+                raise StateEffectError(f"a {type(x).__name__} made by the trace is stored in a Python object "
+                                       f"that outlives the call{_where()}: only tensors, Python values and "
+                                       f"containers of them can be written back after each call")
+            if id(x) not in self._outputs:
+                self._outputs[id(x)] = self.to_output(x)
+                self.n_outputs += 1
+            return ("out", self._outputs[id(x)])
+        if isinstance(x, SYMBOLIC):  # a run-time number: the graph gives it back as a 0-d tensor
+            return ("num", type(x), self.value(torch.tensor(x), depth)[1])
+        if id(x) in self.paths:
+            return ("arg", self.paths[id(x)])
+        if id(x) in self.held_ids or isinstance(x, _SCALARS) or isinstance(x, torch.Tensor):
+            return ("obj", x)
+        t = type(x)
+        if t in (list, tuple, torch.Size) or (isinstance(x, tuple) and hasattr(x, "_fields")):
+            plans = [self.value(v, depth + 1) for v in x]
+            if all(p[0] == "obj" for p in plans):
+                return ("obj", x)
+            if t not in (list, tuple, torch.Size):
+                return ("new", lambda vs, t=t: t(*vs), (), plans)
+            return ("new", t, (), plans)
+        if t is dict:
+            plans = [self.value(v, depth + 1) for v in x.values()]
+            if all(p[0] == "obj" for p in plans):
+                return ("obj", x)
+            return ("new", dict, tuple(x.keys()), plans)
+        d = getattr(x, "__dict__", None)
+        if type(d) is dict and any(isinstance(v, Traced) for v in d.values()):
+            raise StateEffectError(f"a new {t.__name__} holding graph tensors is stored in a Python object "
+                                   f"that outlives the call{_where()}: it can not be rebuilt at every call. "
+                                   f"Store its tensors in a dict or a list, or return them")
+        return ("obj", x)
+
+
+def _where() -> str:
+    loc = user_location()
+    return f" ({loc})" if loc else ""
