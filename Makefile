@@ -21,6 +21,7 @@ demo: $(STAMP)
 	$(PY) examples/train_gpt.py --quick
 
 test: $(STAMP)
+	$(PY) -m ruff check torch_autograph tests examples benchmarks
 	$(PY) -m pytest tests
 
 # The long randomised runs (10,000 programs each, 10,000 retraces): about an hour on 2 cores (the graph fuzz

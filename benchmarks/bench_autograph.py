@@ -21,9 +21,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Candidate, Row, Settings, check_equal, main_for, run_interleaved  # noqa: E402
-
 import torch  # noqa: E402
+from harness import Candidate, Row, Settings, check_equal, main_for, run_interleaved  # noqa: E402
 
 import torch_autograph as ta  # noqa: E402
 from torch_autograph.autograph import api as ag_api  # noqa: E402

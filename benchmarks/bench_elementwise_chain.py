@@ -20,10 +20,18 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, NoRecompile, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
-                     main_for, run_interleaved)
-
 import torch  # noqa: E402
+from harness import (  # noqa: E402
+    Candidate,
+    NoRecompile,
+    Row,
+    Settings,
+    check_equal,
+    check_no_retrace,
+    compile_fn,
+    main_for,
+    run_interleaved,
+)
 
 import torch_autograph as ta  # noqa: E402
 

@@ -25,10 +25,18 @@ import time
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, Row, Settings, check_no_retrace, cold_and_warm, compile_fn, main_for,  # noqa: E402
-                     run_interleaved, torch_compile_available)
-
 import torch  # noqa: E402
+from harness import (  # noqa: E402
+    Candidate,
+    Row,
+    Settings,
+    check_no_retrace,
+    cold_and_warm,
+    compile_fn,
+    main_for,
+    run_interleaved,
+    torch_compile_available,
+)
 
 import torch_autograph as ta  # noqa: E402
 

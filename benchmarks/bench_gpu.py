@@ -22,13 +22,21 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, NoRecompile, Row, Settings, check_equal, check_no_retrace, compile_fn,  # noqa: E402
-                     main_for, run_interleaved)
-
 import torch  # noqa: E402
+from bench_elementwise_chain import N_OPS, chain  # noqa: E402
+from harness import (  # noqa: E402
+    Candidate,
+    NoRecompile,
+    Row,
+    Settings,
+    check_equal,
+    check_no_retrace,
+    compile_fn,
+    main_for,
+    run_interleaved,
+)
 
 import torch_autograph as ta  # noqa: E402
-from bench_elementwise_chain import N_OPS, chain  # noqa: E402
 from torch_autograph.backends import cuda_graphs  # noqa: E402
 
 NAME = "P8 GPU chain 200 ops, 16 floats"

@@ -29,13 +29,22 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, Row, Settings, check_equal, cold_and_warm, check_no_retrace, compile_fn,  # noqa: E402
-                     main_for, run_interleaved, torch_compile_available)
-
 import torch  # noqa: E402
+from bench_elementwise_chain import chain  # noqa: E402
+from harness import (  # noqa: E402
+    Candidate,
+    Row,
+    Settings,
+    check_equal,
+    check_no_retrace,
+    cold_and_warm,
+    compile_fn,
+    main_for,
+    run_interleaved,
+    torch_compile_available,
+)
 
 import torch_autograph as ta  # noqa: E402
-from bench_elementwise_chain import chain  # noqa: E402
 
 P2J = "P2j chain 200 ops, jit_compile=True"
 P3J = "P3j MLP 8x(Linear 32+ReLU), jit_compile=True"

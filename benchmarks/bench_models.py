@@ -33,12 +33,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (Candidate, NoRecompile, Row, Settings, cold_and_warm, main_for, run_interleaved,  # noqa: E402
-                     torch_compile_available)
-
-import torch  # noqa: E402
-
 import models  # noqa: E402
+import torch  # noqa: E402
+from harness import (  # noqa: E402
+    Candidate,
+    NoRecompile,
+    Row,
+    Settings,
+    cold_and_warm,
+    main_for,
+    run_interleaved,
+    torch_compile_available,
+)
+
 import torch_autograph as ta  # noqa: E402
 
 NAME = "M1-M9 real models"

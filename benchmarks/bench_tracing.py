@@ -27,12 +27,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+from bench_elementwise_chain import N_OPS, chain  # noqa: E402
 from harness import Row, Settings, check_equal, main_for  # noqa: E402
 
-import torch  # noqa: E402
-
 import torch_autograph as ta  # noqa: E402
-from bench_elementwise_chain import N_OPS, chain  # noqa: E402
 from torch_autograph.autograph import api as ag_api  # noqa: E402
 
 NAME = "tracing (200-op chain)"

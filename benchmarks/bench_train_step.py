@@ -19,10 +19,9 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Candidate, Row, Settings, print_rows, run_interleaved  # noqa: E402
-
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from harness import Candidate, Row, Settings, print_rows, run_interleaved  # noqa: E402
 
 import torch_autograph as ta  # noqa: E402
 

@@ -18,13 +18,12 @@ import sys
 import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Row, print_rows  # noqa: E402
-
 import torch  # noqa: E402
-
-import torch_autograph as ta  # noqa: E402
 from bench_autograph import loop_const, loop_tensor  # noqa: E402
 from bench_elementwise_chain import chain  # noqa: E402
+from harness import Row, print_rows  # noqa: E402
+
+import torch_autograph as ta  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TF_PYTHON = os.path.join(HERE, "..", ".venv-bench-tf", "bin", "python")

@@ -17,10 +17,6 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Row, Settings, print_rows  # noqa: E402  (sets OMP_NUM_THREADS before torch loads)
-
-import torch  # noqa: E402
-
 import bench_autograph  # noqa: E402
 import bench_call_overhead  # noqa: E402
 import bench_ddp  # noqa: E402
@@ -34,6 +30,8 @@ import bench_mlp  # noqa: E402
 import bench_models  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_train_step  # noqa: E402
+import torch  # noqa: E402
+from harness import Row, Settings, print_rows  # noqa: E402  (sets OMP_NUM_THREADS before torch loads)
 
 # bench_gpu (P8) needs a CUDA device; elsewhere it prints its skip line and adds one row saying so.
 BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step,

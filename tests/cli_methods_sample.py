@@ -2,6 +2,7 @@
 arguments), and functions that fail while tracing (a shape error, a library-side TypeError)."""
 
 import torch
+
 import torch_autograph as ta
 
 

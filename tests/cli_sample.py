@@ -2,7 +2,9 @@
 that calls the function with two shapes (one retrace)."""
 
 import sys
+
 import torch
+
 import torch_autograph as ta
 
 

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import warnings
 
-import torch
-
-import torch_autograph as ta
-
 import fuzz_structure
 import graph_program_gen
 import program_gen
+import torch
 from fuzz_outcomes import classify_refusal, without_augmented_assignment
+
+import torch_autograph as ta
 
 _PY_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float32}
 

@@ -25,16 +25,15 @@ import linecache
 import os
 import random
 
+import graph_program_gen
+import program_gen  # tests/autograph, on sys.path by tests/conftest.py
 import pytest
+from fuzz_graph_runs import float_outcome, int_outcome
+from fuzz_outcomes import Tally
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import torch_autograph as ta
-
-import graph_program_gen
-import program_gen  # tests/autograph, on sys.path by tests/conftest.py
-from fuzz_graph_runs import float_outcome, int_outcome
-from fuzz_outcomes import Tally
 
 EXAMPLES = int(os.environ.get("TA_GRAPH_FUZZ_EXAMPLES", "300"))
 PER_CONSTRUCT = int(os.environ.get("TA_GRAPH_FUZZ_PER_CONSTRUCT", "12"))

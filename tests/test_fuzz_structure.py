@@ -1,8 +1,7 @@
 """The fuzz's structural rules (tests/fuzz_structure.py) on small programs whose answer is known by reading them."""
 
-import pytest
-
 import fuzz_structure
+import pytest
 
 ONE_BRANCH = "a variable defined in one branch only of a tensor `if`"
 LOOP_ONCE = "a variable first defined in a loop that may not run"

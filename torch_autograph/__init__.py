@@ -20,9 +20,9 @@ from .state import optimizers
 from .state.tape import GradientTape, UnconnectedGradients
 from .state.tensor_array import TensorArray
 from .state.variables import Variable, init_scope
+from .subtraces.user_ops import cond, print, py_function, shape, while_loop
 from .tracing.spec import TensorSpec
 from .tracing.tensor import GraphTensor
-from .subtraces.user_ops import cond, print, py_function, shape, while_loop
 
 # The one registration done at import: AutoGraph's operators stage graph values through `staging`.
 staging.install()

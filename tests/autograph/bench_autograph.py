@@ -18,6 +18,7 @@ import timeit
 sys.path.insert(0, os.path.dirname(__file__))
 
 import fake_backend  # noqa: E402
+
 from torch_autograph.autograph import api, to_graph  # noqa: E402
 from torch_autograph.autograph.operators import dispatch  # noqa: E402
 

@@ -15,8 +15,7 @@ import contextlib
 import operator
 from typing import Any, Callable, Iterator
 
-from torch_autograph.autograph.operators import (LazyEnumerate, LazyRange, LazyZip,
-                                                 check_branch_outputs, dispatch)
+from torch_autograph.autograph.operators import LazyEnumerate, LazyRange, LazyZip, check_branch_outputs, dispatch
 from torch_autograph.autograph.operators.variables import Undefined, UndefinedReturnValue
 from torch_autograph.errors import OperatorNotAllowedInGraphError
 

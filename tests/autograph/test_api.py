@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import warnings
 
-import pytest
-
 import api_src
+import pytest
 from fake_backend import Staged, unwrap
+
 from torch_autograph import errors
-from torch_autograph.autograph import (api, convert, converted_call, do_not_convert,
-                                       experimental, to_code, to_graph)
+from torch_autograph.autograph import api, convert, converted_call, do_not_convert, experimental, to_code, to_graph
 from torch_autograph.autograph.pyct import origin_info
 
 

@@ -8,11 +8,20 @@ import textwrap
 import gast
 
 from torch_autograph.autograph import experimental
-from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
-                                                  conditional_expressions, continue_statements,
-                                                  control_flow, directives, functions, lists,
-                                                  logical_expressions, return_statements,
-                                                  variables)
+from torch_autograph.autograph.converters import (
+    asserts,
+    break_statements,
+    call_trees,
+    conditional_expressions,
+    continue_statements,
+    control_flow,
+    directives,
+    functions,
+    lists,
+    logical_expressions,
+    return_statements,
+    variables,
+)
 from torch_autograph.autograph.pyct import loader, naming, reaching_definitions, transformer
 
 

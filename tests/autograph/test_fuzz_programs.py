@@ -15,12 +15,12 @@ from __future__ import annotations
 import linecache
 import os
 
+import fake_backend
+import program_gen
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fake_backend
-import program_gen
 from torch_autograph.autograph import api, to_code, to_graph
 
 EXAMPLES = int(os.environ.get("TA_FUZZ_EXAMPLES", "500"))

@@ -4,8 +4,8 @@ and routes staged values to the backend (FakeBackend)."""
 from __future__ import annotations
 
 import pytest
-
 from fake_backend import Staged, unwrap
+
 from torch_autograph.autograph import operators as ops
 from torch_autograph.autograph.operators import dispatch
 from torch_autograph.autograph.pyct.origin_info import Origin

@@ -8,9 +8,19 @@ import textwrap
 import gast
 import pytest
 
-from torch_autograph.autograph.pyct import (activity, anno, liveness, loader, naming,
-                                            origin_info, parser, qual_names,
-                                            reaching_definitions, templates, transformer)
+from torch_autograph.autograph.pyct import (
+    activity,
+    anno,
+    liveness,
+    loader,
+    naming,
+    origin_info,
+    parser,
+    qual_names,
+    reaching_definitions,
+    templates,
+    transformer,
+)
 
 
 def _fn(src: str) -> gast.FunctionDef:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 import staging_src as src
 from fake_backend import Staged, unwrap
+
 from torch_autograph.autograph import convert, to_graph
 
 

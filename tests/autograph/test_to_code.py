@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
+import golden_src
 import pytest
 
-import golden_src
 from torch_autograph.autograph import to_code
 
 EXPECTED = {

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 import re
 
+import golden_semantics_src
 import pytest
 
-import golden_semantics_src
 from torch_autograph.autograph import to_code
 
 EXPECTED = {

@@ -12,9 +12,9 @@ import io
 import re
 
 import pytest
+import to_code_src
 import torch
 
-import to_code_src
 from torch_autograph.autograph import api, to_code
 
 EXPECTED = {

@@ -11,10 +11,10 @@ import shutil
 import subprocess
 import sys
 
+import jit_programs as jp
 import pytest
 import torch
 
-import jit_programs as jp
 import torch_autograph as ta
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,

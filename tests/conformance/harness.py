@@ -34,17 +34,16 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import functools
+import io
 import signal
 import sys
 from typing import Any, Callable
 
 import torch
+from cases import A, Case, fresh
 
 import torch_autograph as ta
-
-from cases import A, Case, fresh
 
 EQUAL, REFUSAL, INTERNAL, WRONG, HANG = "equal", "refusal", "internal error", "wrong value", "hang"
 CORPUS = "corpus error"

@@ -9,9 +9,9 @@ import functools
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops
 
 
 class Model(torch.nn.Module):

@@ -7,9 +7,9 @@ import torch
 import torch_autograph as ta
 from torch_autograph.backends.torch_codegen import compile_graph
 from torch_autograph.function.pipeline import finish_outputs as _finish_outputs
-from torch_autograph.tracing import trace as tracer
 from torch_autograph.graph import Graph
 from torch_autograph.graph.passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants
+from torch_autograph.tracing import trace as tracer
 
 
 def trace(fn, *examples):

@@ -9,10 +9,10 @@ import types
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops, line_of
 from torch import nn
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops, line_of
 
 
 class Unroll(nn.Module):

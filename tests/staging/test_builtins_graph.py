@@ -7,9 +7,9 @@ comparison (`eager_reference.assert_matches_eager`) turns them into tensors.
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops, line_of
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops, line_of
 
 X = torch.tensor([3.0, -1.0, 2.0, 0.5, 1.5])
 M = torch.tensor([[1.0, 2.0], [3.0, -4.0], [0.5, 0.0], [-1.0, 1.0]])

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from distributed_harness import run_spawned
 
 import torch_autograph as ta
-from distributed_harness import run_spawned
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 STEPS = 10

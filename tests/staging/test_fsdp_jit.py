@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from distributed_harness import run_spawned
 
 import torch_autograph as ta
 from torch_autograph.backends import regions
-from distributed_harness import run_spawned
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")]

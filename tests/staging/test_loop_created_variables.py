@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from eager_reference import line_of
 
 import torch_autograph as ta
-from eager_reference import line_of
 
 
 def loop_initializing_invariant_variable(n):
@@ -29,7 +29,7 @@ def while_initializing_variant_variable(x):
     i = 0
     while i < x.sum():  # variant while
         if i > 0:
-            t = t * 2
+            t = t * 2  # noqa: F821 (unbound on the first iteration: what the test is about)
         else:
             t = x
         i += 1

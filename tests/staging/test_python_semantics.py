@@ -7,9 +7,9 @@ tensors, compared with the same function run eagerly on those tensors
 """
 
 import torch
+from eager_reference import assert_matches_eager, graph_ops, line_of
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops, line_of
 
 
 def three_ways(fn, *args):
@@ -470,6 +470,7 @@ def element_write_at_a_graph_index(x, n):
 
 def test_an_element_write_at_a_graph_index_on_a_python_list_is_refused_at_its_line():
     import pytest
+
     from torch_autograph import errors
     with pytest.raises(errors.OperatorNotAllowedInGraphError) as e:
         ta.function(element_write_at_a_graph_index)(torch.tensor([1.0]), torch.tensor(3))
@@ -508,6 +509,7 @@ def factorial(n):
 
 def test_clear_errors_for_what_a_graph_cannot_do():
     import pytest
+
     from torch_autograph import errors
     with pytest.raises(TypeError) as e:
         ta.function(formats_a_graph_tensor)(torch.tensor([1.0, 2.0]))
@@ -596,6 +598,7 @@ def raises_in_a_tensor_branch(a, b):
 
 def test_an_exception_raised_while_tracing_one_branch_is_not_caught_as_if_that_branch_ran():
     import pytest
+
     from torch_autograph import errors
     assert raises_in_a_tensor_branch(1, 2) == 1 and raises_in_a_tensor_branch(2, 1) == 1
     with pytest.raises(errors.StagedBranchError) as e:

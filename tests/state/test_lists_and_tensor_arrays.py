@@ -7,9 +7,9 @@ the loop sees every element. TensorArray keeps TensorFlow's API and error texts.
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops, line_of
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops, line_of
 
 X = torch.tensor([1.0, 2.0, 3.0])
 

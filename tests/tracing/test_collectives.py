@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
+from distributed_harness import run_spawned
 
 import torch_autograph as ta
-from distributed_harness import run_spawned
 
 HERE = __file__.rsplit("/", 1)[-1]
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")

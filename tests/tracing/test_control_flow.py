@@ -8,10 +8,10 @@ Every function here is plain Python over tensors: it runs eagerly as is, and
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops
 from torch import nn
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops
 
 POS, NEG = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([-1.0, -2.0, -0.5])
 

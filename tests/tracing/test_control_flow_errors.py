@@ -8,9 +8,9 @@ import re
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, line_of
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, line_of
 
 X = torch.tensor([1.0, 2.0])
 

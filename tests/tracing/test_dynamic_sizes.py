@@ -12,8 +12,8 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.errors import OperatorNotAllowedInGraphError
-from torch_autograph.tracing import trace as tracer
 from torch_autograph.graph import Graph
+from torch_autograph.tracing import trace as tracer
 
 SPEC = [ta.TensorSpec([None, 3], torch.float32)]
 P = torch.randn(1, 3)  # a tensor the functions close over (captured)

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from eager_reference import line_of
 
 import torch_autograph as ta
-from eager_reference import line_of
 
 
 def ranks_differ_per_branch(x):

@@ -13,9 +13,9 @@ from collections import Counter
 
 import pytest
 import torch
+from eager_reference import assert_matches_eager, graph_ops
 
 import torch_autograph as ta
-from eager_reference import assert_matches_eager, graph_ops
 from torch_autograph.subtraces import retype as retype_module
 
 X = torch.tensor([1.0, 2.0, 3.0])

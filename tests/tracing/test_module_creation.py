@@ -4,9 +4,9 @@ trace only); modules without parameters are fine."""
 
 import pytest
 import torch
+from eager_reference import line_of
 
 import torch_autograph as ta
-from eager_reference import line_of
 
 
 def linear_in_forward(x):

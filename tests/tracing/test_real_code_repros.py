@@ -4,9 +4,9 @@ Each test compares with eager PyTorch: values, dtypes, shapes, and gradients whe
 """
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import torch
 
 import torch_autograph as ta
 from tests.eager_reference import assert_matches_eager, line_of

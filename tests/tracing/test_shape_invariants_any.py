@@ -3,9 +3,9 @@ while_with_variable_shape_growing_matrix), compared with eager; a change of rank
 
 import pytest
 import torch
+from eager_reference import line_of
 
 import torch_autograph as ta
-from eager_reference import line_of
 
 
 def growing_matrix(n):

@@ -4,10 +4,8 @@ This package imports neither torch nor the graph/backends layers.
 """
 
 from torch_autograph.autograph import experimental
-from torch_autograph.autograph.api import (clear_cache, convert, converted_call, do_not_convert,
-                                           to_code, to_graph)
-from torch_autograph.autograph.operators.dispatch import (StagingBackend, current_backend,
-                                                          register_backend)
+from torch_autograph.autograph.api import clear_cache, convert, converted_call, do_not_convert, to_code, to_graph
+from torch_autograph.autograph.operators.dispatch import StagingBackend, current_backend, register_backend
 from torch_autograph.autograph.pyct.origin_info import Origin, lookup
 
 experimental.do_not_convert = do_not_convert

@@ -17,13 +17,31 @@ from typing import Any, Callable
 
 import gast
 
-from torch_autograph.autograph.converters import (asserts, break_statements, call_trees,
-                                                  conditional_expressions, continue_statements,
-                                                  control_flow, directives, functions, lists,
-                                                  logical_expressions, named_expressions, return_statements,
-                                                  slices, variables)
-from torch_autograph.autograph.pyct import (ast_gast, loader, naming, origin_info, parser,
-                                            reaching_definitions, transformer)
+from torch_autograph.autograph.converters import (
+    asserts,
+    break_statements,
+    call_trees,
+    conditional_expressions,
+    continue_statements,
+    control_flow,
+    directives,
+    functions,
+    lists,
+    logical_expressions,
+    named_expressions,
+    return_statements,
+    slices,
+    variables,
+)
+from torch_autograph.autograph.pyct import (
+    ast_gast,
+    loader,
+    naming,
+    origin_info,
+    parser,
+    reaching_definitions,
+    transformer,
+)
 
 # Scope-level rewrites run per function (nested defs first), expression-level
 # rewrites once over the whole tree. Order matters: jumps are lowered before

@@ -19,6 +19,7 @@ import torch
 from ..errors import GraphLoweringError
 from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, walk_nodes
 
+
 @dataclass(frozen=True)
 class Obstacle:
     """A node (or an argument) that a CUDA graph cannot capture faithfully: why, and the fix."""

@@ -38,8 +38,21 @@ import torch
 import torch.fx as fx
 
 from ..errors import GraphLoweringError
+from ..graph import (
+    CheckOp,
+    CondOp,
+    Effect,
+    Graph,
+    Node,
+    OpKind,
+    Value,
+    ValueKind,
+    WhileOp,
+    map_nest,
+    unique_values,
+    walk_nodes,
+)
 from ..graph.ops import Expression
-from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, unique_values, walk_nodes
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:

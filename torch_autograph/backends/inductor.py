@@ -83,14 +83,13 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..config import jit_strict
+from ..config import jit_strict, watch_frozen_data
 from ..errors import GraphLoweringError
-from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
 from ..graph import Graph, Node, Trait, Value, autocast_state, walk_nodes
+from ..interop import Watch
+from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
 from . import Compiled, CompileOptions, regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
-from ..config import watch_frozen_data
-from ..interop import Watch
 from .fx_lowering import to_fx
 from .jit_report import JitReport, RegionRecord
 from .regions import side_effect

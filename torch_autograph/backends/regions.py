@@ -88,10 +88,22 @@ from typing import Any, Callable
 
 import torch
 
+from ..graph import (
+    CheckOp,
+    Effect,
+    Graph,
+    Node,
+    Op,
+    OpKind,
+    Value,
+    ValueKind,
+    iter_values,
+    map_nest,
+    unique_values,
+    walk_nodes,
+)
 from ..graph.ops import Expression
 from ..graph.passes.effects import writes_only_its_own
-from ..graph import (CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, iter_values, map_nest, unique_values,
-                     walk_nodes)
 
 MIN_REGION_OPS = 5
 MIN_TRAINING_REGION_OPS = 16

@@ -29,9 +29,21 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from . import Compiled, CompileOptions
-from ..graph import CheckOp, CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, run_check, under_autocast
+from ..graph import (
+    CheckOp,
+    CondOp,
+    Graph,
+    Node,
+    OpKind,
+    Value,
+    ValueKind,
+    WhileOp,
+    iter_values,
+    run_check,
+    under_autocast,
+)
 from ..graph.printing import qualified_name, render_call, render_pattern
+from . import Compiled, CompileOptions
 
 _counter = itertools.count()
 

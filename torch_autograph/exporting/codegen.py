@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 import linecache
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,12 +36,24 @@ import torch
 
 from ..backends.fx_lowering import lowering_error
 from ..backends.torch_codegen import CodeWriter
-from ..graph import (CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, map_nest, under_autocast,
-                     unique_values)
-from ..state import variables
-from ..tracing import promoted
+from ..graph import (
+    CheckOp,
+    CondOp,
+    Effect,
+    Graph,
+    Node,
+    OpKind,
+    Value,
+    ValueKind,
+    WhileOp,
+    map_nest,
+    under_autocast,
+    unique_values,
+)
 from ..graph.ops import Expression
 from ..graph.printing import render_call, render_pattern
+from ..state import variables
+from ..tracing import promoted
 from . import runtime
 from .analysis import ListTypes, node_writes, writes
 from .checks import check_fixed_shapes, check_loop_var_writes, check_updates_of_passed_on, raise_output_list

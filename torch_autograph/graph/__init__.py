@@ -6,7 +6,19 @@ turn them into callables.
 """
 
 from .graph import Graph, Node
-from .ops import CheckOp, CondOp, Effect, Op, OpKind, Trait, WhileOp, autocast_state, control_op, run_check, under_autocast
+from .ops import (
+           CheckOp,
+           CondOp,
+           Effect,
+           Op,
+           OpKind,
+           Trait,
+           WhileOp,
+           autocast_state,
+           control_op,
+           run_check,
+           under_autocast,
+)
 from .values import SourceLocation, Value, ValueKind, is_static
 from .walkers import iter_values, map_nest, substitute, unique_values, walk_nodes
 

@@ -46,13 +46,13 @@ import torch
 
 from ..errors import DistributedTracingError
 from ..graph import Effect, Op, OpKind
+from ..subtraces.user_ops import py_function
 from ..tracing import grads
 from ..tracing.context import current, outside_trace
 from ..tracing.locations import user_location
 from ..tracing.meta import TensorMeta, like_example, meta_example
 from ..tracing.recording import record_with_meta
 from ..tracing.tensor import GraphTensor
-from ..subtraces.user_ops import py_function
 from .conventions import torch_is_compiling
 from .ddp import Flat
 from .patches import Patch

@@ -31,10 +31,10 @@ from typing import Any, Callable
 import torch
 
 from ..graph.walkers import iter_leaves
+from ..subtraces.user_ops import label_of, py_function
 from ..tracing import grads
 from ..tracing.context import current, outside_trace
 from .patches import Patch
-from ..subtraces.user_ops import label_of, py_function
 
 try:
     from torch.optim.lr_scheduler import LRScheduler as _LRScheduler

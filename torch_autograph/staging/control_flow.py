@@ -15,21 +15,21 @@ import torch
 from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin, lookup_origin
-from ..errors import (InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError,
-                      TorchAutographError)
+from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError, TorchAutographError
 from ..graph import SourceLocation
-from .calls import CALL_OVERRIDES
 from ..subtraces import cond as cond_module
-from ..tracing import lists
 from ..subtraces import while_loop as while_module
 from ..subtraces.branches import UNSET, quoted
+from ..tracing import lists
 from ..tracing.lists import GraphList
 from ..tracing.locations import is_library_file, user_location
 from ..tracing.numbers import traced
 from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
-from .python_builtins import BUILTINS, membership
+from .calls import CALL_OVERRIDES
 from .iteration import is_scalar, iteration, python_sequence
+from .python_builtins import BUILTINS, membership
+
 
 def map_origin(filename: str, lineno: int) -> SourceLocation | None:
     """The user's line for a line of AutoGraph's generated code, if it is one (`TraceHooks.map_origin`)."""

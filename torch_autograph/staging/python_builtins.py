@@ -14,13 +14,13 @@ import torch
 from ..autograph.operators.py_builtins import LazyRange
 from ..graph import Op, OpKind
 from ..subtraces import cond as cond_module
-from ..tracing.traits import traits_of
 from ..tracing.lists import GraphList, element_meta
 from ..tracing.locations import user_location
 from ..tracing.numbers import traced
 from ..tracing.recording import record_with_meta
 from ..tracing.symbols import ScalarMeta, is_symbolic
 from ..tracing.tensor import GraphTensor
+from ..tracing.traits import traits_of
 from .iteration import iteration, length, to_scalar
 
 _NUMBER_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}

@@ -16,13 +16,13 @@ import torch
 
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..graph import Effect, Op, OpKind
-from ..tracing.traits import traits_of
-from ..tracing.lists import GraphList
 from ..tracing.context import Traced, current
+from ..tracing.lists import GraphList
 from ..tracing.locations import user_location
 from ..tracing.meta import ListMeta, TensorMeta
 from ..tracing.recording import run_or_record
 from ..tracing.symbols import ScalarMeta, is_graph_value, same_dim
+from ..tracing.traits import traits_of
 
 
 # ----- run-time helpers (called eagerly, or from generated graph code) --------------------------

@@ -22,16 +22,42 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .. import errors, nest
-from ..graph import CheckOp, CondOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind, control_op, unique_values
+from ..graph import (
+    CheckOp,
+    CondOp,
+    Effect,
+    Node,
+    Op,
+    OpKind,
+    SourceLocation,
+    Value,
+    ValueKind,
+    control_op,
+    unique_values,
+)
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..tracing import lists
-from .branches import (SCALAR_DTYPES, UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
-                       quoted, structure_repr, to_value, type_words, value_type, where)
 from ..tracing.context import current
 from ..tracing.locations import user_location
 from ..tracing.numbers import traced
 from ..tracing.symbols import is_graph_value, same_dim
 from ..tracing.trace import TraceState
+from .branches import (
+    SCALAR_DTYPES,
+    UNSET,
+    Branch,
+    Leaf,
+    as_tensor_in,
+    check_predicate,
+    describe,
+    leaf_kind,
+    quoted,
+    structure_repr,
+    to_value,
+    type_words,
+    value_type,
+    where,
+)
 
 
 def _unset_in(branch: Branch, like: Value) -> Any:

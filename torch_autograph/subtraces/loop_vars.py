@@ -9,9 +9,9 @@ import torch
 
 from ..graph import SourceLocation, Value, ValueKind
 from ..tracing import lists
-from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
 from ..tracing.symbols import OutputDim, constant_of, same_dim
 from ..tracing.trace import TraceState
+from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
 
 
 def loop_name(names: Sequence[str] | None, i: int) -> str:

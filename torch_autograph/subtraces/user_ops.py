@@ -12,14 +12,15 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..graph import Effect, Op, OpKind
-from . import cond as cond_module
-from . import while_loop as while_module
 from ..tracing.context import current
 from ..tracing.meta import TensorMeta
 from ..tracing.recording import run_or_record
 from ..tracing.spec import TensorSpec
 from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
+from . import cond as cond_module
+from . import while_loop as while_module
+
 
 def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """`true_fn() if pred else false_fn()`; a graph `cond` when `pred` is a graph tensor.

@@ -49,19 +49,52 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .. import nest
-from ..graph import Effect, Graph, Node, SourceLocation, Value, ValueKind, WhileOp, control_op, unique_values, walk_nodes
+from ..graph import (
+    Effect,
+    Graph,
+    Node,
+    SourceLocation,
+    Value,
+    ValueKind,
+    WhileOp,
+    control_op,
+    unique_values,
+    walk_nodes,
+)
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..tracing import lists
-from .branches import (UNSET, Branch, Leaf, as_tensor_in, check_predicate, describe, leaf_kind,
-                       number_to_tensor, quoted, structure_repr, to_value, type_words, value_type, where)
-from .cond import check
 from ..tracing.context import current
 from ..tracing.locations import user_location
-from .loop_vars import (carried_value, element_fits, final_value, fits_loop_var, iterated_value, loop_name,
-                        placeholder_init, shape_words)
-from .retype import retype
 from ..tracing.symbols import constant_of, is_graph_value, same_dim
 from ..tracing.trace import TraceState
+from .branches import (
+    UNSET,
+    Branch,
+    Leaf,
+    as_tensor_in,
+    check_predicate,
+    describe,
+    leaf_kind,
+    number_to_tensor,
+    quoted,
+    structure_repr,
+    to_value,
+    type_words,
+    value_type,
+    where,
+)
+from .cond import check
+from .loop_vars import (
+    carried_value,
+    element_fits,
+    final_value,
+    fits_loop_var,
+    iterated_value,
+    loop_name,
+    placeholder_init,
+    shape_words,
+)
+from .retype import retype
 
 
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any], loop_vars: Sequence[Any], *,

@@ -23,10 +23,9 @@ import torch
 
 from ..errors import InaccessibleTensorError
 from ..graph import Effect, Op, OpKind, Value, ValueKind
-from .context import current
+from .context import Traced, current
 from .locations import user_location
 from .messages import not_allowed
-from .context import Traced
 from .meta import ListMeta, TensorMeta
 from .recording import CONTROL_FLOW_FIX, record, record_with_meta
 from .symbols import SYMBOLIC, InputDim, ScalarMeta, same_dim

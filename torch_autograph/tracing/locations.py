@@ -10,6 +10,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+
 import torch
 
 from ..graph import SourceLocation

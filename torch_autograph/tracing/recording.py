@@ -33,12 +33,11 @@ from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW,
 from .context import Traced, current
 from .locations import user_location
 from .messages import leaked_tensor_error
-from .retrace import Retrace
-from .traits import traits_of
 from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from .numbers import traced
+from .retrace import Retrace
 from .symbols import SYMBOLIC, ScalarMeta, constant_of, is_symbolic
-
+from .traits import traits_of
 
 _FunctionType = type(lambda: None)
 _any_autocast = torch._C._is_any_autocast_enabled

@@ -81,7 +81,7 @@ class Discriminator(nn.Module):
 
 
 # ---- The corpus's cases (ours): inputs of the shapes the example feeds. ----
-from cases import case  # noqa: E402
+from cases import A, case  # noqa: E402
 
 import functools  # noqa: E402
 

@@ -33,7 +33,7 @@ class Net(nn.Module):
 
 
 # ---- The corpus's cases (ours): inputs of the shapes the example feeds. ----
-from cases import case  # noqa: E402
+from cases import A, case  # noqa: E402
 
 torch.manual_seed(0)
 CASES = (

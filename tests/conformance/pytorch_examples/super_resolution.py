@@ -34,7 +34,7 @@ class Net(nn.Module):
 
 
 # ---- The corpus's cases (ours): inputs of the shapes the example feeds. ----
-from cases import case  # noqa: E402
+from cases import A, case  # noqa: E402
 
 import functools  # noqa: E402
 

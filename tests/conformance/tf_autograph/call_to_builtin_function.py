@@ -9,6 +9,7 @@
 import unittest
 import unittest.mock
 
+import torch
 
 
 # TODO(mdan): Add tests for all builtins.

@@ -5,6 +5,7 @@
 # torch.tensor (the inputs). The absl test class is not ported: its parameters are the CASES at the end.
 """Simple call to lambda functions."""
 
+import torch
 
 
 def inline_lambda(x):

@@ -7,6 +7,7 @@
 
 import collections
 
+import torch
 
 
 def inline_namedtuple(x):

@@ -13,6 +13,7 @@ possible. The subsequent computations will be gated by the print function
 execution.
 """
 
+import torch
 
 import torch_autograph as ta
 

@@ -9,6 +9,7 @@
 Generally, composite symbols should be treated like regular ones.
 """
 
+import torch
 
 
 def if_basic_dict(a):

@@ -7,6 +7,7 @@
 # (the second named `...:tensor`).
 """Basic conditionals."""
 
+import torch
 
 
 def if_no_vars(c, v):
@@ -250,7 +251,7 @@ def nested_if_elses(n1, n2):
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
 import torch_autograph as ta  # noqa: E402
 
-from cases import case, each, grid, t  # noqa: E402
+from cases import A, case, each, grid, t  # noqa: E402
 
 _BOOLS = (True, False)
 _COMPOSE = (*grid([0, 1], [0, 1]), *grid([t(0), t(1)], [0, 1]), *grid([0, 1], [t(0), t(1)]),

@@ -6,6 +6,7 @@
 # also given as a tensor (torch.tensor) to stage the loops. The two directive-annotation tests are not ported.
 """Tests for break_statements module."""
 
+import torch
 
 
 def while_loop(x):

@@ -139,7 +139,7 @@ def nested_for_loops(m):
 
 
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
-from cases import case, each, grid, i32  # noqa: E402
+from cases import A, case, each, grid, i32  # noqa: E402
 
 _LISTS = ([], [1], [1, 2])
 CASES = (

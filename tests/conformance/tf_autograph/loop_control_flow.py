@@ -12,6 +12,7 @@ Meant to verify that:
   * break/continue inside nested conditionals still works
 """
 
+import torch
 
 
 def continue_in_single_for(l):
@@ -194,7 +195,7 @@ def multiple_breaks_in_single_while(n):
 
 
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
-from cases import case, each, grid, i32  # noqa: E402
+from cases import A, case, each, grid, i32  # noqa: E402
 
 _LISTS = ([], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4])
 _NESTED = ([[], []], [[1], [2]], [[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]])

@@ -105,7 +105,7 @@ def for_alters_iterate(n, fn):
 
 
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
-from cases import case, each, grid, i32  # noqa: E402
+from cases import A, case, each, grid, i32  # noqa: E402
 
 _LISTS = ([], [1], [1, 2])
 

@@ -174,7 +174,7 @@ class TestClass(object):
 
 
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
-from cases import case, each, grid, i32, t  # noqa: E402
+from cases import A, case, each, grid, i32, t  # noqa: E402
 
 _FNS = (global_fn, lambda x: x * 1, TestClass().method, abs)
 _LISTS = ([], [1], [1, 2])

@@ -194,7 +194,7 @@ def loop_initializing_variant_variable(n):
 
 
 # ---- The corpus's cases (ours): the reference test's parameters as inputs. ----
-from cases import case, each, grid, i32  # noqa: E402
+from cases import A, case, each, grid, i32  # noqa: E402
 
 
 def _ranges(fn, values, jit=False):

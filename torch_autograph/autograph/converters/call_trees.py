@@ -15,9 +15,9 @@ move it into a generated inner function where Python cannot infer them:
 
 from __future__ import annotations
 
-import gast
-
 import builtins
+
+import gast
 
 from torch_autograph.autograph.pyct import activity, transformer
 

@@ -27,7 +27,6 @@ from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import anno, templates, transformer
 from torch_autograph.errors import GENERATED_VARIABLES
 
-
 RETURN_SLOT, RETURN_FLAG = GENERATED_VARIABLES  # the names messages describe in words (errors.py)
 
 

@@ -14,9 +14,9 @@ import types
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from torch_autograph.autograph.operators import dispatch
+from torch_autograph.autograph.operators.lists import ElementWrittenList
 from torch_autograph.autograph.operators.py_builtins import LazyIterable
 from torch_autograph.autograph.operators.variables import Undefined, UndefinedReturnValue
-from torch_autograph.autograph.operators.lists import ElementWrittenList
 from torch_autograph.autograph.pyct.origin_info import Origin
 
 _registry = dispatch._registry

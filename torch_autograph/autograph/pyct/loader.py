@@ -12,7 +12,6 @@ import linecache
 import types
 from typing import Any, Optional
 
-
 # Nodes whose lines origin info maps: statements and except clauses.
 _OWNER_CLASSES = frozenset(c for c in vars(ast).values() if isinstance(c, type)
                            and issubclass(c, (ast.stmt, ast.excepthandler)))

@@ -7,7 +7,6 @@ from typing import Any, Callable, Iterable, Optional
 
 import gast
 
-
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
 
 # Fields that never hold a node worth visiting: identifiers, flags, and the

@@ -26,6 +26,7 @@ from ..ops import CondOp, Effect, OpKind, Trait
 from ..values import Value
 from ..walkers import iter_values, walk_nodes
 
+
 def returns_fresh(node: Node) -> bool:
     """Whether every output of `node` is a new tensor, never a view of one of its inputs."""
     if node.op.kind is OpKind.OPERATOR:
