@@ -28,7 +28,6 @@ is not pure.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +35,9 @@ from typing import Any
 import torch
 
 from ..graph import Node, Value
-from ..graph.ops import Effect, OpKind, Trait, under_autocast
+from ..graph.ops import Effect, OpKind, Trait
+from ..graph.passes.constant_folding import run_now
 from ..graph.passes.effects import possibly_mutated
-from ..graph.walkers import map_nest
 from .locations import PACKAGE_DIR, user_location
 
 # The reads answered with the call's value: how each turns the computed tensor into the Python answer.
@@ -155,18 +154,8 @@ def _compute(nodes: list[Node] | tuple[Node, ...], value: Value, leaves: dict[in
     """Run `nodes` on `leaves` (no grad, no torch function modes); the tensor `value` has, or None."""
     env = dict(leaves)
     for node in nodes:
-        args = map_nest(lambda x: env[id(x)] if isinstance(x, Value) else x, node.args)
-        kwargs = map_nest(lambda x: env[id(x)] if isinstance(x, Value) else x, node.kwargs)
-        op = node.op
         try:
-            with torch.no_grad(), torch._C.DisableTorchFunction(), under_autocast(node.autocast) \
-                    if node.autocast is not None else contextlib.nullcontext():
-                if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
-                    result = op.target(*args, **kwargs)
-                elif op.kind is OpKind.METHOD:
-                    result = getattr(args[0], op.target)(*args[1:], **kwargs)
-                else:
-                    result = getattr(args[0], op.target)
+            result = run_now(node, env)
         except Exception:  # noqa: BLE001 - the graph fails there when it runs, as eager code would
             return None
         if not _bind(node.pattern, result, env):

@@ -102,22 +102,28 @@ def _foldable(node: Node, consts: dict[int, torch.Tensor], mutated: set[int]) ->
     return bool(inputs) and all(id(v) in consts and v.kind is ValueKind.TENSOR for v in inputs)
 
 
+def run_now(node: Node, values: dict[int, Any]) -> Any:
+    """What `node` computes on `values` (id of each Value it reads -> its tensor or number), computed now, without
+    grad or torch function modes, under the node's autocast state; raises what the op raises."""
+
+    def sub(a: Any) -> Any:
+        return map_nest(lambda x: values[id(x)] if isinstance(x, Value) else x, a)
+
+    args, kwargs, op = sub(node.args), sub(node.kwargs), node.op
+    with torch.no_grad(), torch._C.DisableTorchFunction(), under_autocast(node.autocast) \
+            if node.autocast is not None else contextlib.nullcontext():
+        if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
+            return op.target(*args, **kwargs)
+        if op.kind is OpKind.METHOD:
+            return getattr(args[0], op.target)(*args[1:], **kwargs)
+        return getattr(args[0], op.target)
+
+
 def _evaluate(node: Node, consts: dict[int, torch.Tensor]) -> torch.Tensor | None:
     """Run `node` on the constant values now; None when it fails or gives something unexpected."""
 
-    def sub(a: Any) -> Any:
-        return map_nest(lambda x: consts[id(x)] if isinstance(x, Value) else x, a)
-
-    args, kwargs, op = sub(node.args), sub(node.kwargs), node.op
     try:
-        with torch.no_grad(), torch._C.DisableTorchFunction(), under_autocast(node.autocast) \
-                if node.autocast is not None else contextlib.nullcontext():
-            if op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
-                result = op.target(*args, **kwargs)
-            elif op.kind is OpKind.METHOD:
-                result = getattr(args[0], op.target)(*args[1:], **kwargs)
-            else:
-                result = getattr(args[0], op.target)
+        result = run_now(node, consts)
     except Exception:  # noqa: BLE001 - leave the node to fail (or not) when the graph runs, as eagerly
         return None
     out = node.outputs[0]
