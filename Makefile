@@ -12,6 +12,8 @@ $(STAMP): pyproject.toml
 	# The CPU build of torch, pinned for development (the package itself accepts torch>=2.4).
 	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e ".[test,docs,export]"
+	# The extras must not have replaced the CPU build of torch.
+	$(PY) -c "import sys, torch; sys.exit(0 if torch.__version__.startswith('2.13.0') else 'torch was replaced: ' + torch.__version__)"
 	touch $(STAMP)
 
 demo: $(STAMP)
