@@ -28,6 +28,7 @@ from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
 from .calls import CALL_OVERRIDES
 from .iteration import is_scalar, iteration, python_sequence
+from .object_state import Changed, Objects
 from .python_builtins import BUILTINS, membership
 
 
@@ -78,6 +79,26 @@ class TorchStagingBackend:
     # ----- if / ternary / and / or / not --------------------------------------------------
     def cond(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple], init_vars: tuple,
              names: Sequence[str], origin: Origin) -> tuple:
+        objects = Objects.of((true_fn, false_fn), origin)
+        if objects is None:
+            return self._cond_of_lists(pred, true_fn, false_fn, init_vars, names, origin)
+        n = len(init_vars)
+
+        def carrying(fn: Callable[..., tuple]) -> Callable[..., tuple]:
+            def run(*args: Any) -> tuple:
+                with objects.entered(args[n:]) as outputs:
+                    out = tuple(fn(*args[:n]))
+                    outputs.extend(out)
+                    tail = objects.read()
+                return out + tail
+            return run
+
+        return _carrying_objects(objects, lambda: self._cond_of_lists(
+            pred, carrying(true_fn), carrying(false_fn), init_vars + tuple(objects.initial),
+            tuple(names) + objects.names(), origin), n)
+
+    def _cond_of_lists(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
+                       init_vars: tuple, names: Sequence[str], origin: Origin) -> tuple:
         # A Python list of tensors modified in a branch would be mutated by both traces: make it a graph list.
         init_vars = tuple(lists.new_list(v) if _is_tensor_list(v) else v for v in init_vars)
         try:
@@ -154,32 +175,58 @@ class TorchStagingBackend:
     # ----- loops ----------------------------------------------------------------------------
     def while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
                    names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
-        inits = _unset_in(init_vars)
+        objects = Objects.of((test_fn, body_fn), origin)
+        if objects is None:
+            return self._while_loop(test_fn, body_fn, init_vars, names, options, origin, None)
+        return _carrying_objects(objects, lambda: self._while_loop(
+            test_fn, body_fn, init_vars, names, options, origin, objects), len(init_vars))
+
+    def _while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
+                    names: Sequence[str], options: Mapping[str, Any], origin: Origin, objects: Objects | None) -> tuple:
+        n = len(init_vars)
+        inits = _unset_in(init_vars) + (tuple(objects.initial) if objects else ())
         require = [i for i, v in enumerate(init_vars) if type(v) is Undefined]
 
         def test(*vals: Any) -> Any:
-            return test_fn(*_restore(vals, init_vars))
+            with _entered(objects, vals[n:], detect=False):
+                return test_fn(*_restore(vals[:n], init_vars))
 
         def body(*vals: Any) -> tuple:
-            with _defined_before_loop(init_vars, names, origin):
-                return _unset_in(body_fn(*_restore(vals, init_vars)))
+            with _entered(objects, vals[n:]) as outputs:
+                with _defined_before_loop(init_vars, names, origin):
+                    out = _unset_in(body_fn(*_restore(vals[:n], init_vars)))
+                outputs.extend(out)
+                return out + (objects.read() if objects else ())
 
         invariants = _invariants(options, names)
-        out = while_module.while_loop(test, body, inits, names=tuple(names), shape_invariants=invariants,
+        all_names = tuple(names) + (objects.names() if objects else ())
+        out = while_module.while_loop(test, body, inits, names=all_names, shape_invariants=invariants,
                             maximum_iterations=options.get("maximum_iterations"), origin=location(origin),
                             require_iteration=require)
         return tuple(out)
 
     def for_loop(self, iterable: Any, extra_test: Callable[..., Any] | None, body_fn: Callable[..., tuple],
                  init_vars: tuple, names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
+        fns = (body_fn,) if extra_test is None else (extra_test, body_fn)
+        objects = Objects.of(fns, origin)
+        if objects is None:
+            return self._for_loop(iterable, extra_test, body_fn, init_vars, names, options, origin, None)
+        return _carrying_objects(objects, lambda: self._for_loop(
+            iterable, extra_test, body_fn, init_vars, names, options, origin, objects), len(init_vars))
+
+    def _for_loop(self, iterable: Any, extra_test: Callable[..., Any] | None, body_fn: Callable[..., tuple],
+                  init_vars: tuple, names: Sequence[str], options: Mapping[str, Any], origin: Origin,
+                  objects: Objects | None) -> tuple:
         n, get = iteration(iterable, location(origin))
         n_vars = len(init_vars)
+        carried = tuple(objects.initial) if objects else ()
 
         def test(k: Any, *vals: Any) -> Any:
             more = k < n
             if extra_test is None:
                 return more
-            extra = extra_test(*_restore(vals, init_vars))
+            with _entered(objects, vals[n_vars:], detect=False):
+                extra = extra_test(*_restore(vals[:n_vars], init_vars))
             if is_graph_value(extra) or is_graph_value(more):
                 if not is_graph_value(extra):
                     return more if extra else False
@@ -187,16 +234,19 @@ class TorchStagingBackend:
             return more and extra
 
         def body(k: Any, *vals: Any) -> tuple:
-            with _defined_before_loop(init_vars, names, origin):
-                new = body_fn(get(k), *_restore(vals, init_vars))
-            return (k + 1,) + _unset_in(new)
+            with _entered(objects, vals[n_vars:]) as outputs:
+                with _defined_before_loop(init_vars, names, origin):
+                    new = _unset_in(body_fn(get(k), *_restore(vals[:n_vars], init_vars)))
+                outputs.extend(new)
+                return (k + 1,) + new + (objects.read() if objects else ())
 
         require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined]
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
-        out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars), names=("iteration",) + tuple(names),
+        all_names = ("iteration",) + tuple(names) + (objects.names() if objects else ())
+        out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars) + carried, names=all_names,
                             shape_invariants=invariants, maximum_iterations=options.get("maximum_iterations"),
                             origin=location(origin), require_iteration=require, trip_count=n)
-        assert len(out) == n_vars + 1
+        assert len(out) == n_vars + 1 + len(carried)
         return tuple(out[1:])
 
     # ----- builtins and lists ------------------------------------------------------------
@@ -236,6 +286,31 @@ class TorchStagingBackend:
         for item in items:
             target = lists.append(target, item)
         return target
+
+
+def _carrying_objects(objects: Objects, run: Callable[[], tuple], n: int) -> tuple:
+    """`run()` (a loop or `if` whose results end with the entries `objects` carries), traced again while its
+    sub-traces change entries it does not carry yet; the carried entries take its results."""
+    for _ in range(32):
+        try:
+            out = run()
+        except Changed as e:
+            if e.owner is not objects:
+                raise
+            objects.carry(e.slots)
+            continue
+        objects.store(out[n:])
+        return tuple(out[:n])
+    raise AssertionError("bug in torch_autograph: the Python objects a loop or `if` carries did not settle")
+
+
+@contextmanager
+def _entered(objects: Objects | None, values: Sequence[Any], detect: bool = True) -> Iterator[list]:
+    if objects is None:
+        yield []
+    else:
+        with objects.entered(values, detect) as outputs:
+            yield outputs
 
 
 @contextmanager
@@ -320,7 +395,7 @@ def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
             f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced, and a "
             "recursive call in a branch recurses without end while tracing. Stop the recursion on a Python value "
             "(e.g. a depth argument), or write it as a loop.") from None
-    except (TorchAutographError, OperatorNotAllowedInGraphError, InaccessibleTensorError, _ListMutated):
+    except (TorchAutographError, OperatorNotAllowedInGraphError, InaccessibleTensorError, _ListMutated, Changed):
         raise
     except Exception as e:
         if not _raised_by_user_code(e):

@@ -55,7 +55,7 @@ class Watch:
         """Follow `obj` (and the containers inside it) by identity."""
         if depth > _MAX_DEPTH or id(obj) in self._seen or len(self._seen) >= _MAX_OBJECTS:
             return
-        kind = _kind(obj)
+        kind = object_kind(obj)
         if kind is None:
             return
         self._seen.add(id(obj))
@@ -66,7 +66,7 @@ class Watch:
 
     def argument(self, container: Any, path: tuple) -> None:
         """Follow a container the trace built around placeholders for the argument at `path`."""
-        kind = _kind(container)
+        kind = object_kind(container)
         if kind in ("list", "dict") and id(container) not in self.paths:
             self.paths[id(container)] = path
             self.arg_containers.append((container, path, _contents(container, kind)))
@@ -74,12 +74,12 @@ class Watch:
     def token(self) -> list:
         """What the followed objects hold now (compared by `check_unchanged`)."""
         return [_contents(obj, kind) for obj, kind, _ in self.held] + \
-            [_contents(c, _kind(c)) for c, _, _ in self.arg_containers]
+            [_contents(c, object_kind(c)) for c, _, _ in self.arg_containers]
 
     def check_unchanged(self, token: list) -> None:
         """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
         traced, so the change would be replayed whichever branch runs, however many times the loop runs."""
-        objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, _kind(c)) for c, _, _ in self.arg_containers]
+        objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
         for (obj, kind), before in zip(objects, token):
             now = _contents(obj, kind)
             if not _same_items(now, before, kind) and _replayed(now, before, kind) and \
@@ -112,19 +112,19 @@ def watch_captures(fn: Any, watch: Watch) -> None:
         except ValueError:  # an empty cell
             pass
     glob = getattr(fn, "__globals__", {})
-    for name in _global_names(code):
+    for name in global_names(code):
         if name in glob:
             watch.hold(glob[name])
 
 
-def _global_names(code: types.CodeType):
+def global_names(code: types.CodeType):
     yield from code.co_names
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            yield from _global_names(c)
+            yield from global_names(c)
 
 
-def _kind(obj: Any) -> str | None:
+def object_kind(obj: Any) -> str | None:
     t = type(obj)
     if t is list:
         return "list"
@@ -242,7 +242,7 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
 
 # ----- the plan replayed at every call --------------------------------------------------------------
 # An item plan: ("out", i) the i-th effect output; ("arg", path) the call's argument object at path;
-# ("obj", x) x itself; ("num", SymInt/SymFloat/SymBool, i) the Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
+# ("obj", x) x itself; ("num", int/float/bool, i) the Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
     if tag == "arg":
         return _at_path(bound, plan[1])
     if tag == "num":
-        return _NUMBER_OF[plan[1]](outs[plan[2]].item())
+        return plan[1](outs[plan[2]].item())
     if tag == "item":
         return (plan[1], _resolve(plan[2], outs, bound))
     _, kind, keys, items = plan
@@ -342,7 +342,7 @@ def plan_effects(watch: Watch, to_output: Any, captured: set) -> StateEffects | 
     planner = _Planner(watch.paths, held_ids, to_output)
     on_args = []
     for container, path, before in watch.arg_containers:
-        kind = _kind(container)
+        kind = object_kind(container)
         now = _contents(container, kind)
         if not _same_items(now, before, kind):
             on_args.append((path, kind, tuple(planner.item(kv, kind) for kv in now)))
@@ -384,7 +384,8 @@ class _Planner:
                 self.n_outputs += 1
             return ("out", self._outputs[id(x)])
         if isinstance(x, SYMBOLIC):  # a run-time number: the graph gives it back as a 0-d tensor
-            return ("num", type(x), self.value(torch.tensor(x), depth)[1])
+            number = next(py for sym, py in _NUMBER_OF.items() if isinstance(x, sym))
+            return ("num", number, self.value(torch.tensor(x), depth)[1])
         if id(x) in self.paths:
             return ("arg", self.paths[id(x)])
         if id(x) in self.held_ids or isinstance(x, _SCALARS) or isinstance(x, torch.Tensor):

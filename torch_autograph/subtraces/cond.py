@@ -58,6 +58,7 @@ from .branches import (
     value_type,
     where,
 )
+from .loop_vars import SharedSizes
 
 
 def _unset_in(branch: Branch, like: Value) -> Any:
@@ -72,18 +73,29 @@ def _unset_in(branch: Branch, like: Value) -> Any:
     return branch.record(lambda: branch.state.to_value(torch.zeros(shape, dtype=like.dtype, device=like.device)))
 
 
-def merged_value(outer: TraceState, name: str, a: Value, b: Value) -> tuple[Value, bool]:
+def merged_value(outer: TraceState, name: str, a: Value, b: Value, pairs: dict | None = None) -> tuple[Value, bool]:
     """The value merging `a` and `b` (one from each branch): a dim that differs is a fresh size symbol, read
-    from the merged value when the graph runs. Returns it and whether it requires grad."""
+    from the merged value when the graph runs. Returns it and whether it requires grad.
+
+    `pairs` maps (size in the main branch, size in the else branch) to the symbol already given to a dim of
+    another output of the same `if` with those sizes: whichever branch runs, the two dims are equal (a KV
+    cache and its attention mask grown in one branch), and sharing the symbol says so.
+    """
     requires_grad = bool(getattr(a.example, "requires_grad", False) or getattr(b.example, "requires_grad", False))
     if a.kind is not ValueKind.TENSOR:
         return Value(outer.fresh_name(name), a.dtype, (), a.device, a.kind), False
-    shape = tuple(x if same_dim(x, y) else None for x, y in zip(a.shape, b.shape))
-    example = outer.engine.example(shape, a.dtype, a.device, requires_grad)
+    pairs = {} if pairs is None else pairs
+    keys = [(SharedSizes.key(x), SharedSizes.key(y)) for x, y in zip(a.shape, b.shape)]
+    shape = []
+    for x, y, k in zip(a.shape, b.shape, keys):
+        if not same_dim(x, y) and k not in pairs:
+            pairs[k] = outer.symbols.either_size(x, y)
+        shape.append(x if same_dim(x, y) else pairs[k])
+    example = outer.engine.example(tuple(shape), a.dtype, a.device, requires_grad)
     out = Value(outer.fresh_name(name), a.dtype, tuple(example.shape), a.device, ValueKind.TENSOR, example)
-    for d, size in enumerate(out.shape):
-        if shape[d] is None:
-            outer.symbols.output_dim(size, out, d)
+    for d, (x, y) in enumerate(zip(a.shape, b.shape)):
+        if not same_dim(x, y):  # read from this output, unless another output of the `if` has it already
+            outer.symbols.output_dim(out.shape[d], out, d)
     return out, requires_grad
 
 
@@ -120,9 +132,10 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
     results: list[Any] = []
     t_vals, f_vals, outs = [], [], []
+    pairs: dict = {}
     for i, (a, b) in enumerate(zip(t_leaves, f_leaves)):
         name = _leaf_name(names, t_out, i)
-        merged = _merge_pair(state, tb, fb, name, a, b, origin)
+        merged = _merge_pair(state, tb, fb, name, a, b, origin, pairs)
         if isinstance(merged, tuple):
             va, vb, out, requires_grad, promoted = merged
             t_vals.append(va)
@@ -146,7 +159,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
 
 
 def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b: Any,
-                origin: SourceLocation | None) -> Any:
+                origin: SourceLocation | None, pairs: dict | None = None) -> Any:
     """Either a Python value both branches share, or (true value, false value, merged Value)."""
     ka, kb = leaf_kind(a), leaf_kind(b)
     if ka == Leaf.UNSET and kb == Leaf.UNSET:
@@ -206,7 +219,7 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     if ta_[0] is ValueKind.TENSOR and len(va.shape) != len(vb.shape):
         raise TypeError(f"{quoted(name)} has {len(va.shape)} dims in the main branch but {len(vb.shape)} in the else "
                         f"branch of the `if`{where(origin)}; a graph `if` keeps the rank of each value.")
-    out, requires_grad = merged_value(state, name, _meta_of(va), _meta_of(vb))
+    out, requires_grad = merged_value(state, name, _meta_of(va), _meta_of(vb), pairs)
     return va, vb, out, requires_grad, promoted
 
 

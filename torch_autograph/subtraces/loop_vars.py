@@ -22,12 +22,53 @@ def iterated_value(state: TraceState) -> Value:
     return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
 
 
+class SharedSizes:
+    """Open dims of loop variables that are equal on entry, given one size symbol while the body keeps them equal.
+
+    A decoding loop grows a KV cache and its attention mask by one position per step: with a symbol each, library
+    code comparing them (`kv_length - mask.shape[-1] > 0`, then `F.pad` by the difference) would decide on a
+    size the graph knows only when it runs. Equal on entry and grown alike by the body, they are equal at every
+    iteration (by induction), and one symbol says so. A body that grows them differently breaks the group
+    (`broken`); the loop is traced again with those dims apart.
+    """
+
+    def __init__(self, apart: set) -> None:
+        self.apart = apart  # entry sizes whose dims must not share (kept across the loop's retraces)
+        self.symbols: dict[Any, torch.SymInt] = {}
+        self.members: dict[Any, list[tuple[int, int]]] = {}
+
+    @staticmethod
+    def key(size: Any) -> Any:
+        return size if type(size) is int else ("symbol", size.node.expr)
+
+    def symbol(self, entry: Any) -> torch.SymInt | None:
+        key = self.key(entry)
+        return None if key in self.apart else self.symbols.get(key)
+
+    def add(self, entry: Any, size: torch.SymInt, i: int, d: int) -> None:
+        key = self.key(entry)
+        if key not in self.apart:
+            self.symbols.setdefault(key, size)
+            self.members.setdefault(key, []).append((i, d))
+
+    def broken(self, raw: Sequence[Any]) -> set:
+        """The groups whose members the body's outputs `raw` (per loop variable) give different sizes."""
+        out = set()
+        for key, members in self.members.items():
+            sizes = [raw[i].shape[d] for i, d in members if isinstance(raw[i], Value) and len(raw[i].shape) > d]
+            if len(members) > 1 and (len(sizes) < len(members) or not all(same_dim(s, sizes[0]) for s in sizes)):
+                out.add(key)
+        return out
+
+
 def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
-                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None) -> Value:
+                  names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None,
+                  shared: SharedSizes | None = None) -> Value:
     """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
 
     A tensor keeps its static dims and the symbols of its initial value, except dims the shape invariant
-    leaves open (None), which get fresh size symbols, read from the loop variable itself.
+    leaves open (None), which get fresh size symbols, read from the loop variable itself (or the symbol
+    `shared` gives the open dims of that size on entry).
     """
     kind = leaf_kind(v)
     name = reuse or state.fresh_name(loop_name(names, i))
@@ -60,44 +101,52 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
         # hint library code deciding on it gets (`nonzero length?` in attention), each such decision a checked
         # assumption, as for an input's symbolic dim.
         hints = tuple(s if d is None and type(s) is int else None for d, s in zip(inv, shape))
-        shape = tuple(None if d is None else s for d, s in zip(inv, shape))
+        entry = shape
+        opened = tuple(d is None for d in inv)
+        shape = tuple((shared.symbol(s) if shared is not None else None) if d is None else s
+                      for d, s in zip(inv, entry))
     else:
-        hints = None
+        hints, entry, opened = None, shape, (False,) * len(shape)
     requires_grad = bool(getattr(meta.example, "requires_grad", False))
     example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
     value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
     for d, size in enumerate(value.shape):
         if shape[d] is None:
             state.symbols.output_dim(size, value, d)
+        if opened[d] and shared is not None:
+            shared.add(entry[d], size, i, d)
     return value
 
 
-def fits_loop_var(state: TraceState, shape: tuple, lv: Value) -> bool:
+def _is_open(state: TraceState, size: Any, loop_values: Sequence[Value]) -> bool:
+    """Whether `size` is an open dim of one of the loop variables (a symbol read from it at each iteration)."""
+    source = state.symbols.sources.get(size.node.expr) if isinstance(size, torch.SymInt) else None
+    return isinstance(source, OutputDim) and any(source.value is lv for lv in loop_values)
+
+
+def fits_loop_var(state: TraceState, shape: tuple, lv: Value, loop_values: Sequence[Value] = ()) -> bool:
     """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
     if len(shape) != len(lv.shape):
         return False
-    for out, dim in zip(shape, lv.shape):
-        if same_dim(out, dim):
-            continue
-        source = state.symbols.sources.get(dim.node.expr) if isinstance(dim, torch.SymInt) else None
-        if not (isinstance(source, OutputDim) and source.value is lv):
-            return False
-    return True
+    return all(same_dim(out, dim) or _is_open(state, dim, (lv, *loop_values)) for out, dim in zip(shape, lv.shape))
 
 
-def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str) -> tuple[Value, bool]:
-    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols."""
+def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str, loop_values: Sequence[Value] = (),
+                finals: dict | None = None) -> tuple[Value, bool]:
+    """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols (one per
+    symbol of the loop: `finals` maps a loop symbol to its size after the loop)."""
     if lv.kind is not ValueKind.TENSOR:
         return Value(state.fresh_name(name), lv.dtype, lv.shape, lv.device, lv.kind), False
+    finals = {} if finals is None else finals
     requires_grad = bool(getattr(lv.example, "requires_grad", False)) or bool(
         isinstance(out, Value) and getattr(out.example, "requires_grad", False))
-    open_dims = {d for d, size in enumerate(lv.shape) if isinstance(size, torch.SymInt) and isinstance(
-        state.symbols.sources.get(size.node.expr), OutputDim) and state.symbols.sources[size.node.expr].value is lv}
-    shape = tuple(None if d in open_dims else size for d, size in enumerate(lv.shape))
+    open_dims = {d for d, size in enumerate(lv.shape) if _is_open(state, size, (lv, *loop_values))}
+    shape = tuple(finals.get(size.node.expr) if d in open_dims else size for d, size in enumerate(lv.shape))
     example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
     value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
     for d in open_dims:
         state.symbols.output_dim(value.shape[d], value, d)
+        finals.setdefault(lv.shape[d].node.expr, value.shape[d])
     return value, requires_grad
 
 

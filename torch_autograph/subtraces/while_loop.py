@@ -85,6 +85,7 @@ from .branches import (
 )
 from .cond import check
 from .loop_vars import (
+    SharedSizes,
     carried_value,
     element_fits,
     final_value,
@@ -220,10 +221,11 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     promote: dict[int, Value] = {}
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
+    apart: set = set()  # entry sizes whose open dims the body grows differently (see SharedSizes)
     for _ in range(8):
         try:
             result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                                bounds, origin, promote, leaf_require, refined, inferred)
+                                bounds, origin, promote, leaf_require, refined, inferred, apart)
         except FirstAssignedInBranch as e:
             # A variable first assigned in this loop, in one branch of a graph `if` of its body: as in
             # TensorFlow, it starts at a placeholder of that type, which the other branch carries on.
@@ -282,7 +284,7 @@ class _Changes:
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, bounds: tuple,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
-               refined: dict[int, Value], inferred: dict[int, Any]) -> Any:
+               refined: dict[int, Value], inferred: dict[int, Any], apart: set) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
     for i, v in enumerate(loop_vars):
@@ -293,9 +295,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
+    shared = SharedSizes(apart)
     for i, v in enumerate(inits):
         if leaf_kind(v) not in (Leaf.OBJECT, Leaf.UNSET):
-            carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin)
+            carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin, shared=shared)
     required = [i for i in inferred if loop_vars[i] is UNSET and i in require]
     iterated = iterated_value(state) if required else None
 
@@ -323,6 +326,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
                         f"variables")
     pred_v = to_value(cb, pred)
     raw = [to_value(bb, o) for o in body_out]
+    broken = shared.broken(raw)
+    if broken:  # dims equal on entry that one iteration makes different: trace again with them apart
+        apart.update(broken)
+        return _Retrace()
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()
     for _ in range(8):
@@ -354,7 +361,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
                 return retrace
             for i, init in changes.define.items():
                 inits[i] = init
-                carried[i] = carried_value(state, i, init, None, invariants, names, origin)
+                carried[i] = carried_value(state, i, init, None, invariants, names, origin, shared=shared)
                 cb.add_input(carried[i])
                 bb.add_input(carried[i])
             carried = dict(sorted(carried.items()))
@@ -464,7 +471,7 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
             raise TypeError(f"{quoted(name)} has {type_words((lv.kind, lv.dtype, None))} before the loop, but "
                             f"{type_words(ot)} after one iteration{where(origin)}; a graph loop variable keeps "
                             f"its type. Cast it before the loop or inside the body.")
-        if lv.kind is ValueKind.TENSOR and not fits_loop_var(state, oshape, lv):
+        if lv.kind is ValueKind.TENSOR and not fits_loop_var(state, oshape, lv, tuple(carried.values())):
             if len(oshape) != len(lv.shape):
                 raise ValueError(f"{quoted(name)} has shape {shape_words(lv.shape)} before the loop, but shape "
                                  f"{shape_words(oshape)} after one iteration{where(origin)}: a graph loop variable "
@@ -501,8 +508,10 @@ def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Va
         init_args.append(False)
     final: dict[int, Value] = {}
     requires_grad: dict[int, bool] = {}
+    finals: dict = {}
     for i, lv in carried.items():
-        final[i], requires_grad[i] = final_value(state, lv, inits[i], raw[i], loop_name(names, i))
+        final[i], requires_grad[i] = final_value(state, lv, inits[i], raw[i], loop_name(names, i),
+                                                 tuple(carried.values()), finals)
     final_iterated = iterated_value(state) if iterated is not None else None
     outputs = tuple(final.values()) + ((final_iterated,) if final_iterated is not None else ())
     lifted = unique_values([v for g in (cb.graph, bb.graph) for v in g.inputs if all(v is not lv for lv in loop_values)])

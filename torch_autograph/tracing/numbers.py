@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from .context import current
+from .symbols import constant_of
 
 _OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
 _COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -31,7 +32,12 @@ _AUGMENTED = {"add": "add_", "sub": "sub_", "mul": "mul_", "truediv": "div_", "f
 
 
 def traced(x: Any) -> Any:
-    """A plain SymInt/SymFloat/SymBool as the traced number class of its kind (other values unchanged)."""
+    """A plain SymInt/SymFloat/SymBool as the traced number class of its kind (other values unchanged); a bool
+    the sizes' bounds decide (`n == 0` of a size known to be at least 3) as the Python bool."""
+    if isinstance(x, torch.SymBool):
+        decided = constant_of(x)
+        if type(decided) is bool:
+            return decided
     cls = _CLASSES.get(type(x))
     return cls(x.node) if cls is not None else x
 

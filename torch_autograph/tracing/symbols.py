@@ -83,9 +83,24 @@ def is_symbolic(x: Any) -> bool:
 
 def _constant(x: Any) -> bool:
     try:
-        return len(x.node.expr.free_symbols) == 0
+        return len(_static(x).free_symbols) == 0
     except AttributeError:
         return False
+
+
+def _static(x: Any) -> Any:
+    """`x`'s expression; a bool's decided by the sizes' known bounds where they decide it (`numel() == 0` of a
+    tensor whose dims are all at least 1), as torch's ShapeEnv decides it without a guard."""
+    expr = x.node.expr
+    if isinstance(x, torch.SymBool) and expr.free_symbols:
+        env = getattr(x.node, "shape_env", None)
+        try:
+            decided = env._maybe_evaluate_static(expr) if env is not None else None
+        except Exception:  # a relation ShapeEnv cannot evaluate: not decided
+            decided = None
+        if decided is not None:
+            return decided
+    return expr
 
 
 def is_graph_value(x: Any) -> bool:
@@ -96,7 +111,7 @@ def is_graph_value(x: Any) -> bool:
 def constant_of(x: Any) -> Any:
     """A symbolic number whose expression has no symbol left, as the Python number; else `x` unchanged."""
     if isinstance(x, SYMBOLIC) and _constant(x):
-        expr = x.node.expr
+        expr = _static(x)
         if isinstance(x, torch.SymBool):
             return bool(expr)
         return int(expr) if isinstance(x, torch.SymInt) else float(expr)
@@ -172,6 +187,31 @@ class SymbolTable:
             torch._check(sym >= 0)
         self.new_runtime_asserts()  # a size is >= 0 when the graph runs: nothing to check
         return sym
+
+    def either_size(self, a: Any, b: Any) -> torch.SymInt:
+        """A fresh size that is `a` or `b` when the graph runs (a dim merging two branches): within their bounds,
+        so that code deciding on it (`numel() == 0` of a cache that is never empty) decides as for both."""
+        sym = self.fresh_size()
+        ranges = [self._bounds(x) for x in (a, b)]
+        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        with self.mode, torch._C.DisableTorchFunction():
+            if lo > 0:
+                torch._check(sym >= lo)
+            if hi is not None and hi != float("inf"):
+                torch._check(sym <= hi)
+        self.new_runtime_asserts()  # true by construction: nothing to check when the graph runs
+        return sym
+
+    def _bounds(self, x: Any) -> tuple:
+        if type(x) is int:
+            return x, x
+        try:
+            r = self.env.bound_sympy(x.node.expr)
+            lo = int(r.lower) if r.lower.is_finite else 0
+            hi = int(r.upper) if r.upper.is_finite else float("inf")
+            return lo, hi
+        except Exception:  # a size torch cannot bound: only >= 0
+            return 0, float("inf")
 
     def new_runtime_asserts(self) -> list:
         """The assumptions torch deferred to run time since the last call (`Eq(u0, 3)`: a mask's length must

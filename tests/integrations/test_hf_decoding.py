@@ -1,0 +1,115 @@
+"""Greedy decoding written by hand around Hugging Face causal LMs, as one graph: tokens equal eager's.
+
+The loop has a data-dependent stop (`if done.all(): break` on a tensor) and, with a KV cache, calls the model
+on one token at a time while `DynamicCache.update` grows the cache's tensors inside the model's forward: the
+cache's entries are carried through the graph loop like loop variables. Small random configs, nothing
+downloaded; skipped without transformers.
+"""
+
+import pytest
+import torch
+
+import torch_autograph as ta
+
+transformers = pytest.importorskip("transformers")
+
+V, T, STEPS = 96, 5, 6
+
+
+def _llama():
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=V, attn_implementation="sdpa"))
+
+
+def _gpt2():
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_embd=64, n_layer=2, n_head=4, vocab_size=V, n_positions=64, attn_implementation="sdpa"))
+
+
+def _qwen2():
+    return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=V, attn_implementation="sdpa"))
+
+
+def _decoders(model):
+    """The two loops a user writes: with a KV cache (one token per step) and without (the whole sequence)."""
+
+    def with_cache(ids, mask, eos):
+        cache = transformers.DynamicCache(config=model.config)
+        out = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        toks = torch.cat([ids, nxt], 1)
+        done = nxt == eos
+        for _ in range(STEPS):
+            mask = torch.cat([mask, torch.ones_like(nxt)], 1)
+            out = model(input_ids=nxt, attention_mask=mask, past_key_values=cache, use_cache=True)
+            nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
+            toks = torch.cat([toks, nxt], 1)
+            done = done | (nxt == eos)
+            if done.all():
+                break
+        return toks
+
+    def without_cache(ids, mask, eos):
+        done = torch.zeros(ids.shape[0], 1, dtype=torch.bool)
+        for _ in range(STEPS):
+            logits = model(input_ids=ids, attention_mask=mask).logits
+            nxt = torch.where(done, eos, logits[:, -1].argmax(-1, keepdim=True))
+            ids = torch.cat([ids, nxt], 1)
+            mask = torch.cat([mask, torch.ones_like(nxt)], 1)
+            done = done | (nxt == eos)
+            if done.all():
+                break
+        return ids
+
+    return with_cache, without_cache
+
+
+def _prompts(batch):
+    ids = torch.randint(1, V, (batch, T))
+    mask = torch.ones(batch, T, dtype=torch.long)
+    if batch > 1:
+        mask[1, :2] = 0  # left padding
+    return ids, mask
+
+
+_SLOW = [pytest.mark.slow]  # about 15 s each on 2 cores: `make test` runs the left-padded Llama batch
+
+
+@pytest.mark.parametrize("make, batch", [
+    pytest.param(_llama, 2, id="llama-2"),
+    pytest.param(_llama, 1, id="llama-1", marks=_SLOW),
+    pytest.param(_gpt2, 1, id="gpt2-1", marks=_SLOW),
+    pytest.param(_gpt2, 2, id="gpt2-2", marks=_SLOW),
+    pytest.param(_qwen2, 1, id="qwen2-1", marks=_SLOW),
+    pytest.param(_qwen2, 2, id="qwen2-2", marks=_SLOW),
+])
+def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, batch):
+    torch.manual_seed(0)
+    model = make().eval()
+    with_cache, _ = _decoders(model)
+    ids, mask = _prompts(batch)
+    no_eos = torch.tensor(-1)
+    with torch.no_grad():
+        eager = with_cache(ids, mask, no_eos)
+        early = eager[:, T + 2].max()  # a token every row emits by step 3 at the latest, if the rows agree
+        f = ta.function(with_cache)
+        for eos in (no_eos, eager[0, T + 1], early):
+            expected = with_cache(ids, mask, eos)
+            assert torch.equal(f(ids, mask, eos), expected), eos
+    assert len(f.trace_history()) == 1  # one graph: the stop is decided when it runs
+
+
+@pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2")])
+def test_greedy_decoding_without_a_cache_equals_eager(make):
+    torch.manual_seed(0)
+    model = make().eval()
+    _, without_cache = _decoders(model)
+    ids, mask = _prompts(2)
+    with torch.no_grad():
+        eager = without_cache(ids, mask, torch.tensor(-1))
+        f = ta.function(without_cache)
+        for eos in (torch.tensor(-1), eager[0, T + 1]):
+            assert torch.equal(f(ids, mask, eos), without_cache(ids, mask, eos))

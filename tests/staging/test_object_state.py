@@ -1,0 +1,153 @@
+"""Python objects a tensor loop or `if` changes through code that does not name them (a cache's `update`),
+carried through the graph like loop variables: values, and the objects' state, equal plain Python's."""
+
+import pytest
+import torch
+
+import torch_autograph as ta
+from torch_autograph.state.python_state import StateEffectError
+
+
+class Cache:
+    """A key/value cache as libraries write it: `update` grows a tensor and counts, out of the caller's sight."""
+
+    def __init__(self, k):
+        self.k = k
+        self.n = 0
+        self.store = {"last": k}
+
+    def update(self, x):
+        self.k = torch.cat([self.k, x])
+        self.n += 1
+        self.store["last"] = x
+        return self.k
+
+
+def decode(x, steps: int = 5):
+    cache = Cache(x)
+    for _ in range(steps):
+        y = cache.update(x * 2)
+        if (y.sum() > 10).all():
+            break
+    return cache.k, cache.n, cache.store["last"]
+
+
+def decode_while(x):
+    cache = Cache(x)
+    while cache.k.sum() < 6:
+        cache.update(x)
+    return cache.k * 1, cache.n
+
+
+def maybe_update(x):
+    cache = Cache(x)
+    if (x.sum() > 0).all():
+        cache.update(x + 1)
+    return cache.k * 1, cache.n
+
+
+def nested(x):
+    cache = Cache(x)
+    for i in range(4):
+        if (x.sum() > i).all():
+            cache.update(x * i)
+        if (cache.k.sum() > 20).all():
+            break
+    return cache.k, cache.n
+
+
+def _same(a, b):
+    assert type(a) is type(b) or isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor)
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    else:
+        assert torch.equal(torch.as_tensor(a), torch.as_tensor(b)), (a, b)
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (decode, [torch.ones(2), torch.full((2,), 0.1), torch.full((2,), 3.0)]),
+    (decode_while, [torch.ones(2), torch.full((2,), 0.5)]),
+    (maybe_update, [torch.ones(2), -torch.ones(2)]),
+    (nested, [torch.ones(2), torch.full((2,), 2.0), -torch.ones(2)]),
+], ids=["for-break", "while", "if", "if-in-loop"])
+def test_an_object_changed_by_library_code_in_a_tensor_loop_or_if_equals_python(fn, inputs):
+    f = ta.function(fn)
+    for x in inputs:
+        _same(f(x), fn(x))
+
+
+def test_a_captured_cache_changed_in_a_tensor_loop_is_written_back_at_every_call():
+    cache = Cache(torch.zeros(1))
+
+    def step(x):
+        for _ in range(3):
+            cache.update(x)
+            if (cache.k.sum() > 4).all():
+                break
+        return cache.k.sum()
+
+    eager = Cache(torch.zeros(1))
+
+    def eager_step(x):
+        for _ in range(3):
+            eager.update(x)
+            if (eager.k.sum() > 4).all():
+                break
+        return eager.k.sum()
+
+    f = ta.function(step)
+    for x in (torch.ones(1), torch.ones(1), torch.full((1,), 3.0)):
+        assert torch.equal(f(x), eager_step(x))
+        assert torch.equal(cache.k, eager.k) and cache.n == eager.n
+        assert type(cache.k) is torch.Tensor and type(cache.store["last"]) is torch.Tensor
+        assert torch.equal(cache.store["last"], eager.store["last"])
+
+
+def test_a_python_loop_changing_an_object_runs_its_changes_once_per_iteration():
+    def f(x):
+        cache = Cache(x)
+        for _ in range(3):  # not a graph loop: plain Python, three updates
+            cache.update(x)
+        return cache.k, cache.n
+
+    _same(ta.function(f)(torch.ones(2)), f(torch.ones(2)))
+
+
+def test_an_attribute_first_set_in_a_tensor_loop_is_refused_at_the_loop():
+    class Box:
+        pass
+
+    def fill(box, x):
+        box.value = x * 2
+
+    def f(x):
+        box = Box()
+        while (x.sum() < 10).all():
+            fill(box, x)
+            x = x + 1
+        return x
+
+    with pytest.raises(StateEffectError, match=r"box\.value is first set inside the loop or `if` at "
+                                               r".*test_object_state\.py:\d+ \(`while"):
+        ta.function(f)(torch.ones(2))
+
+
+def test_a_list_grown_with_tensors_in_a_tensor_loop_by_a_callee_is_refused():
+    class Log:
+        def __init__(self):
+            self.items = []
+
+    def record(log, x):
+        log.items.append(x)
+
+    def f(x):
+        log = Log()
+        while (x.sum() < 10).all():
+            record(log, x)
+            x = x + 1
+        return x
+
+    with pytest.raises(StateEffectError, match=r"log\.items grows or shrinks inside the loop"):
+        ta.function(f)(torch.ones(2))
