@@ -74,3 +74,11 @@ def test_train_ddp_under_torchrun_two_processes():
         assert f"rank {rank}: train_ddp OK" in done.stdout
     means = dict(re.findall(r"rank (\d): step 200 .* mean loss (\S+)$", done.stdout, re.M))
     assert len(means) == 2 and means["0"] == means["1"]  # the all-reduced loss agrees on both ranks
+
+
+@pytest.mark.slow  # about a minute on 2 cores; tests/integrations/test_hf_decoding.py runs the same loop by default
+def test_hf_decode_example_checks_its_tokens_against_eager(capsys):
+    pytest.importorskip("transformers")
+    runpy.run_path(str(EXAMPLES / "hf_decode.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "OK" in out and "traces: 1" in out, out

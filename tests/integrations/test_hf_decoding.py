@@ -6,6 +6,8 @@ cache's entries are carried through the graph loop like loop variables. Small ra
 downloaded; skipped without transformers.
 """
 
+import inspect
+
 import pytest
 import torch
 
@@ -35,16 +37,18 @@ def _qwen2():
 
 def _decoders(model):
     """The two loops a user writes: with a KV cache (one token per step) and without (the whole sequence)."""
+    # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
+    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
     def with_cache(ids, mask, eos):
         cache = transformers.DynamicCache(config=model.config)
-        out = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
+        out = model(input_ids=ids, attention_mask=mask, **{kw: cache}, use_cache=True)
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         toks = torch.cat([ids, nxt], 1)
         done = nxt == eos
         for _ in range(STEPS):
             mask = torch.cat([mask, torch.ones_like(nxt)], 1)
-            out = model(input_ids=nxt, attention_mask=mask, past_key_values=cache, use_cache=True)
+            out = model(input_ids=nxt, attention_mask=mask, **{kw: cache}, use_cache=True)
             nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
             toks = torch.cat([toks, nxt], 1)
             done = done | (nxt == eos)
