@@ -24,6 +24,7 @@ import bench_elementwise_chain  # noqa: E402
 import bench_export  # noqa: E402
 import bench_gpt_train  # noqa: E402
 import bench_gpu  # noqa: E402
+import bench_hf  # noqa: E402
 import bench_import  # noqa: E402
 import bench_jit  # noqa: E402
 import bench_mlp  # noqa: E402
@@ -35,7 +36,7 @@ from harness import Row, Settings, print_rows  # noqa: E402  (sets OMP_NUM_THREA
 
 # bench_gpu (P8) needs a CUDA device; elsewhere it prints its skip line and adds one row saying so.
 BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step,
-              bench_jit, bench_gpt_train, bench_models, bench_export, bench_ddp, bench_gpu, bench_import]
+              bench_jit, bench_gpt_train, bench_models, bench_hf, bench_export, bench_ddp, bench_gpu, bench_import]
 
 
 def main() -> int:
