@@ -106,7 +106,7 @@ def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, bat
     assert len(f.trace_history()) == 1  # one graph: the stop is decided when it runs
 
 
-@pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2")])
+@pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2", marks=_SLOW)])
 def test_greedy_decoding_without_a_cache_equals_eager(make):
     torch.manual_seed(0)
     model = make().eval()

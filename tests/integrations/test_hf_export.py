@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 V = 96
 
 
+@pytest.mark.slow  # about 25 s on 2 cores (a fresh process imports torch and loads the program)
 def test_a_forward_with_a_mask_saved_runs_in_a_fresh_process(tmp_path):
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(

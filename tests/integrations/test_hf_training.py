@@ -66,7 +66,10 @@ def _train_both(make, dropout, **options):
     return losses, list(model.parameters()), list(eager_model.parameters()), f
 
 
-@pytest.mark.parametrize("make, dropout", [(_llama, 0.0), (_gpt2, 0.1)], ids=["llama", "gpt2-dropout"])
+@pytest.mark.parametrize("make, dropout", [
+    pytest.param(_llama, 0.0, id="llama"),
+    pytest.param(_gpt2, 0.1, id="gpt2-dropout", marks=pytest.mark.slow),
+])
 def test_a_training_step_for_ten_steps_equals_eager_bitwise(make, dropout):
     losses, params, eager_params, f = _train_both(make, dropout)
     for got, want in losses:
