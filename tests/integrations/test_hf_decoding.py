@@ -35,10 +35,14 @@ def _qwen2():
         vocab_size=V, attn_implementation="sdpa"))
 
 
+def _cache_keyword(model):
+    # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
 def _decoders(model):
     """The two loops a user writes: with a KV cache (one token per step) and without (the whole sequence)."""
-    # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
-    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    kw = _cache_keyword(model)
 
     def with_cache(ids, mask, eos):
         cache = transformers.DynamicCache(config=model.config)
@@ -117,3 +121,19 @@ def test_greedy_decoding_without_a_cache_equals_eager(make):
         f = ta.function(without_cache)
         for eos in (torch.tensor(-1), eager[0, T + 1]):
             assert torch.equal(f(ids, mask, eos), without_cache(ids, mask, eos))
+
+
+def test_a_forward_with_use_cache_returns_a_cache_eager_code_can_go_on_with():
+    torch.manual_seed(0)
+    model = _llama().eval()
+    f = ta.function(lambda ids: model(input_ids=ids, use_cache=True))
+    with torch.no_grad():
+        for n in (5, 6):
+            ids = torch.randint(1, V, (1, n))
+            out, want = f(ids), model(input_ids=ids, use_cache=True)
+            assert type(out.past_key_values) is type(want.past_key_values)
+            assert out.past_key_values.get_seq_length() == n
+            nxt = want.logits[:, -1:].argmax(-1)
+            kw = _cache_keyword(model)
+            torch.testing.assert_close(model(input_ids=nxt, **{kw: out.past_key_values}).logits,
+                                       model(input_ids=nxt, **{kw: want.past_key_values}).logits)

@@ -151,3 +151,27 @@ def test_a_list_grown_with_tensors_in_a_tensor_loop_by_a_callee_is_refused():
 
     with pytest.raises(StateEffectError, match=r"log\.items grows or shrinks inside the loop"):
         ta.function(f)(torch.ones(2))
+
+
+def test_an_object_the_function_makes_and_returns_is_a_new_one_with_each_calls_values():
+    class Layer:
+        def __init__(self, k):
+            self.k = k
+
+    def f(x):
+        cache = Cache(x * 2)
+        cache.layers = [Layer(x + 1), Layer(x - 1)]
+        return x.sum(), cache
+
+    g = ta.function(f)
+    seen = []
+    for x in (torch.ones(2), torch.full((2,), 3.0)):
+        total, cache = g(x)
+        _, want = f(x)
+        assert type(cache) is Cache and cache is not want
+        assert torch.equal(cache.k, want.k) and type(cache.k) is torch.Tensor
+        assert [type(layer.k) for layer in cache.layers] == [torch.Tensor, torch.Tensor]
+        assert all(torch.equal(a.k, b.k) for a, b in zip(cache.layers, want.layers))
+        seen.append(cache)
+    assert seen[0] is not seen[1] and seen[0].layers is not seen[1].layers  # each call its own, as eagerly
+    assert torch.equal(seen[0].k, torch.full((2,), 2.0))  # the first call's object keeps its values

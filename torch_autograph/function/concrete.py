@@ -143,10 +143,12 @@ class ConcreteFunction:
     def _write_back(self, out: tuple, bound: dict | None) -> Any:
         """Apply the trace's effects on Python objects with this call's values; the result without them."""
         n = self._n_results
-        self.effects.apply(out[n:], bound)
+        effects = self.effects
+        effects.apply(out[n:], bound)
+        results = effects.results(out[:n], out[n:], bound) if effects.on_results else out[:n]
         if self._pack is None:
-            return out[0]
-        return self._pack(out[:n])
+            return results[0]
+        return self._pack(results)
 
     def _run_profiled(self, flat: Any) -> Any:
         """A call while `torch.profiler` records: one range named after the function and this trace, and with

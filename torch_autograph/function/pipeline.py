@@ -26,7 +26,7 @@ from ..graph.passes import (
 )
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import variables
-from ..state.python_state import StateEffects, Watch, plan_effects, watch_captures
+from ..state.python_state import StateEffects, Watch, plan_effects, returned_objects, watch_captures
 from ..tracing import messages
 from ..tracing.context import Traced
 from ..tracing.decisions import DecisionCheck
@@ -124,7 +124,8 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
                 graph.outputs.append(state.to_value(state.to_graph_tensor(x)))
                 return len(graph.outputs) - 1 - n_results
 
-            effects = plan_effects(watch, to_output, {id(t) for _, t in graph.captures})
+            effects = plan_effects(watch, to_output, {id(t) for _, t in graph.captures},
+                                   returned_objects(graph.outputs[:n_results]))
             state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
             guards = module_guards(state)
             graph.sizes = state.symbols.input_sizes(graph.inputs)

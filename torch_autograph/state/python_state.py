@@ -21,6 +21,7 @@ Two kinds of objects are followed:
 
 from __future__ import annotations
 
+import copy
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,6 +210,8 @@ def _holds_graph(x: Any, depth: int = 0) -> bool:
         return any(_holds_graph(v, depth + 1) for v in x)
     if depth < _MAX_DEPTH and type(x) is dict:
         return any(_holds_graph(v, depth + 1) for v in x.values())
+    if depth < _MAX_DEPTH and object_kind(x) == "attrs":
+        return any(_holds_graph(v, depth + 1) for v in vars(x).values())
     return False
 
 
@@ -253,6 +256,14 @@ class StateEffects:
     on_held: tuple  # (object, kind, item plans, append_only) per changed held object
     guard: tuple  # (object, kind, items or (key, value)s before the trace) that must hold at the start of a call
     n_outputs: int  # graph outputs at the end of the graph that are effect values
+    on_results: tuple = ()  # (index among the results, plan) per returned object holding graph values
+
+    def results(self, results: tuple, outs: tuple, bound: dict | None) -> tuple:
+        """The call's results with each returned object the trace made rebuilt from this call's values."""
+        results = list(results)
+        for i, plan in self.on_results:
+            results[i] = _resolve(plan, outs, bound)
+        return tuple(results)
 
     def guard_holds(self) -> bool:
         """Whether each guarded entry holds what it held when traced (scalars by value, the rest by identity)."""
@@ -322,6 +333,11 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
         return plan[1](outs[plan[2]].item())
     if tag == "item":
         return (plan[1], _resolve(plan[2], outs, bound))
+    if tag == "copy":
+        _, template, keys, items = plan
+        new = copy.copy(template)
+        vars(new).update(zip(keys, (_resolve(p, outs, bound) for p in items)))
+        return new
     _, kind, keys, items = plan
     values = [_resolve(p, outs, bound) for p in items]
     if kind is dict:
@@ -329,11 +345,16 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
     return kind(values)
 
 
-def plan_effects(watch: Watch, to_output: Any, captured: set) -> StateEffects | None:
+def returned_objects(flat_results: list) -> list[tuple[int, Any]]:
+    """(index, object) of the results that are objects holding graph values (a returned cache)."""
+    return [(i, r) for i, r in enumerate(flat_results) if object_kind(r) == "attrs" and _holds_graph(r)]
+
+
+def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()) -> StateEffects | None:
     """The effects the finished trace made on the watched objects (held ones are restored here).
 
     `to_output(graph_tensor) -> int` makes a graph tensor an extra output of the graph and gives its index;
-    `captured`: the ids of the real tensors the graph reads.
+    `captured`: the ids of the real tensors the graph reads; `results`: `returned_objects` of the results.
     """
     _absorb_created(watch)
     finals = [(obj, kind, _contents(obj, kind), contents) for obj, kind, contents in watch.held]
@@ -357,9 +378,10 @@ def plan_effects(watch: Watch, to_output: Any, captured: set) -> StateEffects | 
             checks = _guarded(now, before, kind, captured)
             if checks:
                 guard.append((obj, kind, checks))
-    if not on_args and not on_held:
+    on_results = tuple((i, planner.value(r, 0)) for i, r in results)
+    if not on_args and not on_held and not on_results:
         return None
-    return StateEffects(tuple(on_args), tuple(on_held), tuple(guard), planner.n_outputs)
+    return StateEffects(tuple(on_args), tuple(on_held), tuple(guard), planner.n_outputs, on_results)
 
 
 class _Planner:
@@ -403,6 +425,11 @@ class _Planner:
             if all(p[0] == "obj" for p in plans):
                 return ("obj", x)
             return ("new", dict, tuple(x.keys()), plans)
+        if depth < _MAX_DEPTH and object_kind(x) == "attrs" and _holds_graph(x, depth):
+            # An object the trace made (a cache) holding graph values: a shallow copy of it at every call, with
+            # this call's values in place of the graph's (as each eager call makes its own).
+            d = vars(x)
+            return ("copy", x, tuple(d), [self.value(v, depth + 1) for v in d.values()])
         d = getattr(x, "__dict__", None)
         if type(d) is dict and any(isinstance(v, Traced) for v in d.values()):
             raise StateEffectError(f"a new {t.__name__} holding graph tensors is stored in a Python object "
