@@ -26,6 +26,7 @@ from ..graph.passes import (
 )
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import variables
+from ..state.module_guards import ModuleStructure, module_structure, roots_of
 from ..state.python_state import StateEffects, Watch, plan_effects, watch_captures
 from ..tracing import messages
 from ..tracing.context import Traced
@@ -88,9 +89,9 @@ SPEC_HINT = 17
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
-          source: tuple = ()) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None]:
+          source: tuple = ()) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace, its effects on Python objects). `backed`: None dims are backed by the call's sizes, or
+    the finished trace, its effects on Python objects, the guard on the modules it read). `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
@@ -127,10 +128,13 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             effects = plan_effects(watch, to_output, {id(t) for _, t in graph.captures})
             state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
             guards = module_guards(state)
+            structure = module_structure(list(state.root.modules.values()), {id(t) for _, t in graph.captures},
+                                         roots_of(source[0], source[1] if len(source) > 1 else None,
+                                                  list(bound.values())) if source else list(bound.values()))
             graph.sizes = state.symbols.input_sizes(graph.inputs)
     finally:
         watch.restore()  # a failed trace too leaves the caller's objects as they were
-    return graph, result, guards, state, effects
+    return graph, result, guards, state, effects, structure
 
 
 def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
@@ -170,7 +174,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
             with variables.creation_rules(owner, knowledge.singleton_check) as created:
-                graph, result, guards, state, effects = trace(target, name, signature, arg_types, bound, grad,
+                graph, result, guards, state, effects, structure = trace(target, name, signature, arg_types, bound, grad,
                                                               backed=knowledge.backed, spec_hint=spec_hint,
                                                               source=source)
             if created():
@@ -212,7 +216,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
                             decisions=graph.decisions,
-                            autocast=state.root.entry_autocast, effects=effects,
+                            autocast=state.root.entry_autocast, effects=effects, structure=structure,
                             n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
 
