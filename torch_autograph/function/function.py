@@ -23,6 +23,7 @@ in `ConcreteFunction.run`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import threading
@@ -36,6 +37,7 @@ import torch
 from .. import nest
 from ..config import _config
 from ..logs import echo
+from ..staging import TRACE_HOOKS
 from ..tracing.context import current
 from . import signatures as sig
 from .arguments import (
@@ -44,6 +46,7 @@ from .arguments import (
     iter_type_leaves,
     resolve_device,
 )
+from .closures import StagedClosure
 from .concrete import ConcreteFunction
 from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
@@ -244,7 +247,7 @@ class Function:
                     r for r in reasons if not r.startswith("no trace matched")]
             arg_types = dict(zip(bound, types_))
             cf = concrete_function(self._backend, self._traced_target(), self._name, self._signature, arg_types,
-                                   bound, grad, owner=self, source=self._callable_and_self())
+                                   bound, grad, owner=self, source=self._callable_and_self(), hooks=_HOOKS)
             self._cache.add(key, cf)
             self._tracing_count += 1
             event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)
@@ -371,6 +374,10 @@ class BoundFunction:
 
     def __repr__(self) -> str:
         return f"<bound ta.Function {self._function.name} of {type(self._instance).__name__} object>"
+
+
+# The trace's plug-ins, with the one that needs this module: a closure handed to a staged call becomes a Function.
+_HOOKS = dataclasses.replace(TRACE_HOOKS, staged_closure=lambda fn: StagedClosure(fn, Function))
 
 
 def _fast_key(args: tuple) -> tuple | None:

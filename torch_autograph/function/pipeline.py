@@ -28,7 +28,7 @@ from ..staging import TRACE_HOOKS, map_origin
 from ..state import variables
 from ..state.module_guards import ModuleStructure, module_structure, roots_of
 from ..state.python_state import StateEffects, Watch, plan_effects, watch_captures
-from ..tracing import messages
+from ..tracing import TraceHooks, messages
 from ..tracing.context import Traced
 from ..tracing.decisions import DecisionCheck
 from ..tracing.guards import module_guards
@@ -89,7 +89,8 @@ SPEC_HINT = 17
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
-          source: tuple = ()) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None]:
+          source: tuple = (), hooks: TraceHooks = TRACE_HOOKS
+          ) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
     the finished trace, its effects on Python objects, the guard on the modules it read). `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
@@ -101,7 +102,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     if source:
         watch_captures(source[0], watch)
     try:
-        with torch.set_grad_enabled(grad), tracing(graph, TRACE_HOOKS) as state:
+        with torch.set_grad_enabled(grad), tracing(graph, hooks) as state:
             state.backed = backed
             state.spec_hint = spec_hint
             state.python_state = watch
@@ -163,7 +164,7 @@ _MAX_RETRACES = 3  # each piece of knowledge is learnt once: backed sizes, the s
 
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
                       arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None,
-                      source: tuple = ()) -> ConcreteFunction:
+                      source: tuple = (), hooks: TraceHooks = TRACE_HOOKS) -> ConcreteFunction:
     """The whole pipeline for one trace. The one place a trace is done again with what an earlier attempt
     learnt (`Retrace`); each reason joins the trace's notes. `owner`: the Function (its Variables' rule)."""
     knowledge, learnt = Knowledge(), []
@@ -176,7 +177,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
             with variables.creation_rules(owner, knowledge.singleton_check) as created:
                 graph, result, guards, state, effects, structure = trace(target, name, signature, arg_types, bound, grad,
                                                               backed=knowledge.backed, spec_hint=spec_hint,
-                                                              source=source)
+                                                              source=source, hooks=hooks)
             if created():
                 raise Retrace("the first trace created Variables: traced again, where creating one is an error",
                               singleton_check=True)
