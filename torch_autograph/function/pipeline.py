@@ -29,6 +29,7 @@ from ..state import variables
 from ..state.module_guards import ModuleStructure, module_structure, roots_of
 from ..state.python_state import StateEffects, Watch, plan_effects, watch_captures
 from ..tracing import TraceHooks, messages
+from ..tracing.arrays import GraphArray, refused
 from ..tracing.context import Traced
 from ..tracing.decisions import DecisionCheck
 from ..tracing.guards import module_guards
@@ -286,6 +287,8 @@ def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
     """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
 
     def leaf(x: Any) -> Any:
+        if isinstance(x, GraphArray):
+            raise refused(x, "returning it")  # eager returns the array: the graph returns tensors
         if isinstance(x, variables.Variable):
             x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
         if isinstance(x, GraphTensor):
