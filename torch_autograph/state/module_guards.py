@@ -138,7 +138,7 @@ def module_structure(ran: list[torch.nn.Module], captured: set[int], roots: list
     sizes: list = []
     for m in guarded.values():
         d = vars(m)
-        if not all(type(d.get(w)) is dict for w in _ENTRY_WORDS):
+        if not all(isinstance(d.get(w), dict) for w in _ENTRY_WORDS):  # (dicts, or OrderedDicts after `del m[i]`)
             continue  # not initialised as torch does it: nothing known to guard
         has_kids = bool(m._modules)
         if has_kids or isinstance(m, _CONTAINERS):
