@@ -134,3 +134,35 @@ def test_a_method_of_a_module_is_guarded_and_the_old_trace_returns_when_the_modu
     net.body = old
     torch.testing.assert_close(net.run(X), net.eager(X))
     assert net.run.experimental_get_tracing_count() == 2
+
+
+def test_a_module_as_the_function_or_as_an_argument_is_guarded():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    f = ta.function(m)
+    _same(f, m, X)
+    m[0] = nn.Linear(2, 2)
+    _same(f, m, X)
+    assert f.experimental_get_tracing_count() == 2
+
+    g = ta.function(lambda model, x: model(x))
+    torch.testing.assert_close(g(m, X), m(X), rtol=0, atol=0)
+    m[0].weight = nn.Parameter(torch.randn(2, 2))
+    torch.testing.assert_close(g(m, X), m(X), rtol=0, atol=0)
+    assert g.experimental_get_tracing_count() == 2
+
+
+def test_a_module_held_by_a_plain_object_is_guarded():
+    torch.manual_seed(0)
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.net = nn.Linear(2, 2)
+    fn = lambda x: h.net(x)  # noqa: E731
+    f = ta.function(fn)
+    _same(f, fn, X)
+    h.net.bias = nn.Parameter(torch.randn(2))
+    _same(f, fn, X)
+    assert f.experimental_get_tracing_count() == 2

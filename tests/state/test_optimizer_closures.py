@@ -105,3 +105,13 @@ def test_a_closure_reading_no_graph_value_still_returns_its_loss():
     for _ in range(4):
         torch.testing.assert_close(f(torch.tensor(2.0)), eager(torch.tensor(2.0)), rtol=0, atol=1e-6)
     torch.testing.assert_close(lin.weight, ref.weight, rtol=0, atol=1e-6)
+
+
+def test_lbfgs_with_a_closure_in_code_autograph_does_not_convert():
+    lin, opt, ref, ref_opt = _make(torch.optim.LBFGS, lr=0.1, max_iter=5)
+    f = ta.function(_step_fn(lin, opt), autograph=False)
+    eager = _step_fn(ref, ref_opt)
+    inp, tgt = torch.ones(4, 2), torch.zeros(4, 1)
+    for _ in range(4):
+        torch.testing.assert_close(f(inp, tgt), eager(inp, tgt), rtol=0, atol=1e-5)
+    torch.testing.assert_close(lin.weight, ref.weight, rtol=0, atol=1e-5)
