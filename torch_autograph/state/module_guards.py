@@ -13,8 +13,10 @@ The modules a trace depends on: those that ran, those owning a tensor the graph 
 between them and the objects the function reads (its closure, its globals, the instance of a method, its
 arguments), as `m[1](x)` reads `m._modules` without running `m`.
 
-The per-call check is one generated expression of `d[k] is v` tests (about 25 ns each; a dict lookup and an
-identity test, no Python loop): the 8-layer MLP of benchmark P3 has 33 of them.
+The per-call check is one generated expression of `d[k] is v` tests and `len(d) == n` tests (a dict lookup and
+an identity test each, no Python loop): the 8-layer MLP of benchmark P3 has 34 of them (benchmarks/
+bench_module_guards.py times them). Only entries are compared, by identity, never values: an in-place update
+is what the graph reads anyway, and a tensor's `==` would compare elements.
 """
 
 from __future__ import annotations
