@@ -133,3 +133,17 @@ def test_torch_conversions_work_in_code_autograph_does_not_convert():
     with pytest.raises(TypeError, match=r"np.asarray in code AutoGraph does not convert\) on the NumPy array "
                                         r"argument 'a'"):
         g(np.ones(3))
+
+
+def test_a_list_argument_holding_an_array_is_written_back_with_the_callers_array():
+    def fn(xs):
+        xs.append(torch.from_numpy(xs[0]) * 2)
+        return torch.as_tensor(xs[0]).sum()
+
+    f = ta.function(fn)
+    for i in range(3):
+        arr = np.full(2, float(i))
+        mine, ref = [arr], [arr]
+        torch.testing.assert_close(f(mine), fn(ref))
+        assert mine[0] is arr and len(mine) == 2
+        torch.testing.assert_close(mine[1], ref[1])

@@ -150,6 +150,8 @@ def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
                 _watch_argument(watch, types_[k], child, path + (k,))
     elif isinstance(t, Identity):
         watch.hold(value)
+    elif isinstance(value, GraphArray):
+        watch.paths[id(value)] = path  # a container written back holding it gets the call's array there
 
 
 def optimize(graph: Graph) -> None:
