@@ -11,7 +11,10 @@ Semantics that differ from eager Python, as in TensorFlow's tf.function:
 - A call retraces when an argument's trace type changes: a tensor's dtype,
   shape or device; a Python literal's type or value; a different object for
   any other argument; a different train()/eval() mode of a module the trace
-  ran; a different grad mode. Every retrace records why (`trace_history()`).
+  ran; a submodule, parameter or buffer of a module it read replaced
+  (`m[0] = ...`, `load_state_dict(sd, assign=True)`, `del`; in-place updates
+  are read by reference); a different grad mode. Every retrace records why
+  (`trace_history()`).
 
 The call path, top to bottom: `Function.__call__` builds a cheap key from
 plain tensor and literal arguments and looks it up in the trace cache's
