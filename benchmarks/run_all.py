@@ -29,13 +29,14 @@ import bench_import  # noqa: E402
 import bench_jit  # noqa: E402
 import bench_mlp  # noqa: E402
 import bench_models  # noqa: E402
+import bench_module_guards  # noqa: E402
 import bench_tracing  # noqa: E402
 import bench_train_step  # noqa: E402
 import torch  # noqa: E402
 from harness import Row, Settings, print_rows  # noqa: E402  (sets OMP_NUM_THREADS before torch loads)
 
 # bench_gpu (P8) needs a CUDA device; elsewhere it prints its skip line and adds one row saying so.
-BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_tracing, bench_autograph, bench_train_step,
+BENCHMARKS = [bench_call_overhead, bench_elementwise_chain, bench_mlp, bench_module_guards, bench_tracing, bench_autograph, bench_train_step,
               bench_jit, bench_gpt_train, bench_models, bench_hf, bench_export, bench_ddp, bench_gpu, bench_import]
 
 

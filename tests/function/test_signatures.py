@@ -8,7 +8,7 @@ import torch
 
 import torch_autograph as ta
 from torch_autograph.function import signatures as sig
-from torch_autograph.function.signatures import Identity, Literal, Structure, TensorSpec
+from torch_autograph.function.signatures import ArraySpec, Identity, Literal, Structure, TensorSpec
 
 CPU = torch.device("cpu")
 
@@ -43,7 +43,9 @@ def test_is_compatible_with():
 
 def test_trace_types_of_values():
     assert sig.trace_type(torch.ones(2, 3)) == TensorSpec((2, 3), torch.float32, device=CPU)
-    assert sig.trace_type(np.ones(2, np.int32)) == TensorSpec((2,), torch.int32, device=CPU)
+    # A NumPy array: the same description, but never equal to a tensor's (the traced code sees an array).
+    assert sig.trace_type(np.ones(2, np.int32)) == ArraySpec((2,), torch.int32, device=CPU)
+    assert sig.trace_type(np.ones(2, np.int32)) != TensorSpec((2,), torch.int32, device=CPU)
     assert sig.trace_type(2) == Literal(2) != sig.trace_type(2.0) != sig.trace_type(True)
     assert sig.trace_type(torch.float32) == Literal(torch.float32)
     p = torch.nn.Parameter(torch.ones(2))

@@ -38,7 +38,7 @@ def classes(root):
     return out
 watched = (classes(torch.optim.Optimizer) + classes(torch.optim.lr_scheduler.LRScheduler)
            + classes(torch.amp.GradScaler) + [torch.nn.Module, torch.Tensor, torch._C.TensorBase,
-           torch.nn.parallel.DistributedDataParallel, torch.distributed.ProcessGroup, torch.compiler])
+           torch.nn.parallel.DistributedDataParallel, torch.distributed.ProcessGroup, torch.compiler, torch])
 before = {(id(c), n): v for c in watched for n, v in list(vars(c).items())}
 import torch_autograph as ta
 from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES

@@ -16,10 +16,11 @@ import torch
 
 from .. import nest
 from ..errors import InvalidArgumentError
+from ..tracing.arrays import GraphArray
 from ..tracing.context import Traced
 from ..tracing.trace import TraceState
 from . import signatures as sig
-from .signatures import Identity, Literal, Structure, TensorSpec
+from .signatures import ArraySpec, Identity, Literal, Structure, TensorSpec
 
 
 def collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> None:
@@ -44,7 +45,10 @@ def collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> No
 
 def as_input_tensor(value: Any, spec: TensorSpec, path: str, fn_name: str) -> torch.Tensor:
     if isinstance(value, np.ndarray):
-        value = torch.from_numpy(value)
+        value = torch.from_numpy(value)  # (shares the array's memory: an in-place update reaches the caller's array)
+    elif isinstance(spec, ArraySpec):
+        raise TypeError(f"{fn_name}: argument {path} was traced for a NumPy array ({spec!r}), got "
+                        f"{short_repr(value)}: call the Function, which traces again for it")
     elif isinstance(value, (int, float, bool, list)):
         check_python_numbers(value, spec, path, fn_name)
         try:
@@ -182,6 +186,9 @@ def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
     A None dim of a TensorSpec becomes a size symbol, backed by the size of `value` when it is the
     call's tensor (the first call of an input_signature, a generalised reduce_retracing trace).
     """
+    if isinstance(t, ArraySpec):
+        return GraphArray(placeholders_for(state, TensorSpec(t.shape, t.dtype, t.name, t.device), value, name),
+                          t.name or name)
     if isinstance(t, TensorSpec):
         if t.shape is None:
             raise TypeError(f"argument {name!r}: TensorSpec(shape=None) (unknown rank) cannot be traced: the graph "

@@ -16,6 +16,7 @@ from ..backends.fx_lowering import to_fx
 from ..backends.torch_codegen import add_runtime_error_note
 from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
+from ..state.module_guards import ModuleStructure
 from ..state.python_state import StateEffects
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
@@ -45,7 +46,8 @@ class ConcreteFunction:
                  result: Any, guards: tuple, function_name: str, grad: bool,
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
                  checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = (),
-                 effects: StateEffects | None = None, n_results: int = 0) -> None:
+                 effects: StateEffects | None = None, n_results: int = 0,
+                 structure: ModuleStructure | None = None) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
@@ -59,11 +61,14 @@ class ConcreteFunction:
         self.name = f"__inference_{function_name}_{next(_trace_ids)}"
         self.profile_name = f"{function_name} ({self.name})"  # its range in a torch.profiler trace
         self.arg_types = arg_types
-        # What the call path checks before running it: the modes of the modules it ran, and (`effects.guard`)
-        # the Python objects it changed holding what they held when it was traced. Truthy when any.
+        # What the call path checks before running it: the modes of the modules it ran, the entries of the modules
+        # it read (`structure`: no submodule, parameter or buffer replaced), and (`effects.guard`) the Python
+        # objects it changed holding what they held when it was traced. Truthy when any.
         self.module_guards = guards
         self.effects = effects
-        self.guards = guards + ((effects,) if effects is not None and effects.guard else ())
+        self.structure = structure
+        self.guards = guards + ((effects,) if effects is not None and effects.guard else ()) + \
+            ((structure,) if structure is not None else ())
         self.last_used = 0
         self._compiled = compiled
         self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
@@ -173,7 +178,10 @@ class ConcreteFunction:
 
     def guards_hold(self) -> bool:
         """Whether the modes of the modules it ran, and the autocast around the call, are those it was traced
-        under."""
+        under, and the modules it read hold the same submodules, parameters and buffers."""
+        structure = self.structure
+        if structure is not None and not structure.holds():
+            return False
         if self.autocast is not None or _any_autocast():
             if autocast_state() != self.autocast:
                 return False

@@ -11,7 +11,10 @@ Semantics that differ from eager Python, as in TensorFlow's tf.function:
 - A call retraces when an argument's trace type changes: a tensor's dtype,
   shape or device; a Python literal's type or value; a different object for
   any other argument; a different train()/eval() mode of a module the trace
-  ran; a different grad mode. Every retrace records why (`trace_history()`).
+  ran; a submodule, parameter or buffer of a module it read replaced
+  (`m[0] = ...`, `load_state_dict(sd, assign=True)`, `del`; in-place updates
+  are read by reference); a different grad mode. Every retrace records why
+  (`trace_history()`).
 
 The call path, top to bottom: `Function.__call__` builds a cheap key from
 plain tensor and literal arguments and looks it up in the trace cache's
@@ -23,6 +26,7 @@ in `ConcreteFunction.run`.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import threading
@@ -36,6 +40,7 @@ import torch
 from .. import nest
 from ..config import _config
 from ..logs import echo
+from ..staging import TRACE_HOOKS
 from ..tracing.context import current
 from . import signatures as sig
 from .arguments import (
@@ -44,6 +49,7 @@ from .arguments import (
     iter_type_leaves,
     resolve_device,
 )
+from .closures import StagedClosure
 from .concrete import ConcreteFunction
 from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
@@ -244,7 +250,7 @@ class Function:
                     r for r in reasons if not r.startswith("no trace matched")]
             arg_types = dict(zip(bound, types_))
             cf = concrete_function(self._backend, self._traced_target(), self._name, self._signature, arg_types,
-                                   bound, grad, owner=self, source=self._callable_and_self())
+                                   bound, grad, owner=self, source=self._callable_and_self(), hooks=_HOOKS)
             self._cache.add(key, cf)
             self._tracing_count += 1
             event = TraceEvent(self._tracing_count, cf.describe_types(), tuple(reasons) + cf.notes)
@@ -371,6 +377,10 @@ class BoundFunction:
 
     def __repr__(self) -> str:
         return f"<bound ta.Function {self._function.name} of {type(self._instance).__name__} object>"
+
+
+# The trace's plug-ins, with the one that needs this module: a closure handed to a staged call becomes a Function.
+_HOOKS = dataclasses.replace(TRACE_HOOKS, staged_closure=lambda fn: StagedClosure(fn, Function))
 
 
 def _fast_key(args: tuple) -> tuple | None:

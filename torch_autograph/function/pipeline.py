@@ -26,8 +26,10 @@ from ..graph.passes import (
 )
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import variables
+from ..state.module_guards import ModuleStructure, module_structure, roots_of
 from ..state.python_state import StateEffects, Watch, plan_effects, returned_objects, watch_captures
-from ..tracing import messages
+from ..tracing import TraceHooks, messages
+from ..tracing.arrays import GraphArray, refused
 from ..tracing.context import Traced
 from ..tracing.decisions import DecisionCheck
 from ..tracing.guards import module_guards
@@ -88,9 +90,10 @@ SPEC_HINT = 17
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
-          source: tuple = ()) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None]:
+          source: tuple = (), hooks: TraceHooks = TRACE_HOOKS
+          ) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace, its effects on Python objects). `backed`: None dims are backed by the call's sizes, or
+    the finished trace, its effects on Python objects, the guard on the modules it read). `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
@@ -100,7 +103,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     if source:
         watch_captures(source[0], watch)
     try:
-        with torch.set_grad_enabled(grad), tracing(graph, TRACE_HOOKS) as state:
+        with torch.set_grad_enabled(grad), tracing(graph, hooks) as state:
             state.backed = backed
             state.spec_hint = spec_hint
             state.python_state = watch
@@ -128,10 +131,13 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
                                    returned_objects(graph.outputs[:n_results]))
             state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
             guards = module_guards(state)
+            structure = module_structure(list(state.root.modules.values()), {id(t) for _, t in graph.captures},
+                                         roots_of(source[0], source[1] if len(source) > 1 else None,
+                                                  list(bound.values())) if source else list(bound.values()))
             graph.sizes = state.symbols.input_sizes(graph.inputs)
     finally:
         watch.restore()  # a failed trace too leaves the caller's objects as they were
-    return graph, result, guards, state, effects
+    return graph, result, guards, state, effects, structure
 
 
 def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
@@ -145,6 +151,8 @@ def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
                 _watch_argument(watch, types_[k], child, path + (k,))
     elif isinstance(t, Identity):
         watch.hold(value)
+    elif isinstance(value, GraphArray):
+        watch.paths[id(value)] = path  # a container written back holding it gets the call's array there
 
 
 def optimize(graph: Graph) -> None:
@@ -160,7 +168,7 @@ _MAX_RETRACES = 3  # each piece of knowledge is learnt once: backed sizes, the s
 
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
                       arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None,
-                      source: tuple = ()) -> ConcreteFunction:
+                      source: tuple = (), hooks: TraceHooks = TRACE_HOOKS) -> ConcreteFunction:
     """The whole pipeline for one trace. The one place a trace is done again with what an earlier attempt
     learnt (`Retrace`); each reason joins the trace's notes. `owner`: the Function (its Variables' rule)."""
     knowledge, learnt = Knowledge(), []
@@ -171,9 +179,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
             with variables.creation_rules(owner, knowledge.singleton_check) as created:
-                graph, result, guards, state, effects = trace(target, name, signature, arg_types, bound, grad,
+                graph, result, guards, state, effects, structure = trace(target, name, signature, arg_types, bound, grad,
                                                               backed=knowledge.backed, spec_hint=spec_hint,
-                                                              source=source)
+                                                              source=source, hooks=hooks)
             if created():
                 raise Retrace("the first trace created Variables: traced again, where creating one is an error",
                               singleton_check=True)
@@ -213,7 +221,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
                             decisions=graph.decisions,
-                            autocast=state.root.entry_autocast, effects=effects,
+                            autocast=state.root.entry_autocast, effects=effects, structure=structure,
                             n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
 
@@ -282,6 +290,8 @@ def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
     """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
 
     def leaf(x: Any) -> Any:
+        if isinstance(x, GraphArray):
+            raise refused(x, "returning it")  # eager returns the array: the graph returns tensors
         if isinstance(x, variables.Variable):
             x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
         if isinstance(x, GraphTensor):

@@ -105,6 +105,8 @@ def explain(last: Any, grad: bool, types_: tuple, arg_names: list[str], other_tr
     now = autocast_state()
     if now != last.autocast:
         reasons.append(f"autocast around the call {_autocast_words(last.autocast)} -> {_autocast_words(now)}")
+    if last.structure is not None and not last.structure.holds():
+        reasons.append(last.structure.reason())
     if last.effects is not None and last.effects.guard and not last.effects.guard_holds():
         reasons.append(last.effects.guard_reason())
     for ref, training in last.module_guards:

@@ -17,7 +17,7 @@ import torch
 
 from .. import nest
 from ..graph.walkers import fits, merge_dims
-from ..tracing.spec import TensorSpec
+from ..tracing.spec import ArraySpec, TensorSpec
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def trace_type(obj: Any) -> Any:
             return Identity(obj)
         return TensorSpec(tuple(obj.shape), obj.dtype, None, obj.device)
     if isinstance(obj, np.ndarray):
-        return TensorSpec(obj.shape, torch.from_numpy(np.empty((0,), obj.dtype)).dtype, None, torch.device("cpu"))
+        return ArraySpec(obj.shape, torch.from_numpy(np.empty((0,), obj.dtype)).dtype, None, torch.device("cpu"))
     if isinstance(obj, TensorSpec):
         return obj
     if isinstance(obj, _LITERAL_TYPES):
@@ -109,7 +109,8 @@ def trace_type(obj: Any) -> Any:
 def is_subtype(a: Any, b: Any) -> bool:
     """Whether a call with type `a` may run a trace made for type `b`."""
     if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
-        if a.dtype != b.dtype or (b.device is not None and a.device != b.device):
+        if a.dtype != b.dtype or (b.device is not None and a.device != b.device) or \
+                isinstance(a, ArraySpec) != isinstance(b, ArraySpec):
             return False
         if b.shape is None:
             return True
@@ -123,11 +124,11 @@ def is_subtype(a: Any, b: Any) -> bool:
 def common_supertype(a: Any, b: Any) -> Any | None:
     """The most specific type both fit, or None when there is none (different literals...)."""
     if isinstance(a, TensorSpec) and isinstance(b, TensorSpec):
-        if a.dtype != b.dtype or a.device != b.device:
+        if a.dtype != b.dtype or a.device != b.device or type(a) is not type(b):
             return None
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             return None  # a graph needs the rank: one trace per rank
-        return TensorSpec(merge_dims(a.shape, b.shape), a.dtype, a.name, a.device)
+        return type(a)(merge_dims(a.shape, b.shape), a.dtype, a.name, a.device)
     if isinstance(a, Structure) and isinstance(b, Structure):
         if a.kind != b.kind or a.keys != b.keys:
             return None
@@ -161,6 +162,8 @@ def diff(old: Any, new: Any, path: str) -> list[str]:
         return out
     if isinstance(old, TensorSpec) and isinstance(new, TensorSpec):
         parts = []
+        if type(old) is not type(new):
+            parts.append(" -> ".join("a NumPy array" if isinstance(t, ArraySpec) else "a tensor" for t in (old, new)))
         if old.shape != new.shape:
             parts.append(f"shape {_shape(old)} -> {_shape(new)}")
         if old.dtype != new.dtype:

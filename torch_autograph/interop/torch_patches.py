@@ -1,7 +1,7 @@
 """The table: every torch attribute torch_autograph replaces, and for how long (see patches.py).
 
     TRACE_PATCHES   while any thread traces     training.py, ddp.py, fsdp.py, collectives.py, lazy_dynamo.py,
-                                                conventions.py
+                                                conventions.py, numpy_arrays.py
     WATCH_PATCHES   while frozen code is alive  data_watch.py (off with ta.config.set_watch_frozen_data(False))
 
 `table()` lists them (owner, attribute, lifetime, why); docs/python-state.md
@@ -10,13 +10,13 @@ and tests/interop/test_patches.py read it.
 
 from __future__ import annotations
 
-from . import collectives, conventions, ddp, fsdp, lazy_dynamo, training
+from . import collectives, conventions, ddp, fsdp, lazy_dynamo, numpy_arrays, training
 from .data_watch import WATCH_PATCHES
 from .patches import PatchSet
 
 TRACE_PATCHES = PatchSet("while tracing",
                          training.PATCHES + ddp.PATCHES + fsdp.PATCHES + collectives.PATCHES + lazy_dynamo.PATCHES
-                         + conventions.PATCHES)
+                         + conventions.PATCHES + numpy_arrays.PATCHES)
 
 
 def table() -> list[tuple[str, str, str, str]]:

@@ -26,6 +26,7 @@ tracker (tracing/grads.py) which `.grad`s are None afterwards.
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any, Callable
 
 import torch
@@ -45,14 +46,48 @@ _STAGED = "_ta_staged"  # marks a wrapped function (and the original it wraps)
 
 
 def stage_call(obj: Any, method: Callable, name: str, args: tuple, kwargs: dict) -> Any:
-    """Record `method(obj, *args, **kwargs)` as a node of the current trace, run at every call of the graph."""
+    """Record `method(obj, *args, **kwargs)` as a node of the current trace, run at every call of the graph.
+
+    A Python function among the arguments (`optimizer.step(closure)`) runs when the call runs, on real tensors:
+    the trace's `staged_closure` hook makes it a graph of its own whose inputs (the graph values it reads) the
+    node takes; an optimizer step then returns what the closure returns, as torch's optimizers do."""
     if name == "zero_grad":
         set_to_none = kwargs.get("set_to_none", args[0] if args else True)
         grads.zeroed(list(_parameters(obj)), bool(set_to_none))
     label = f"{type(obj).__name__}.{name}"
+    state = current()
+    stage = state.root.hooks.staged_closure if state is not None else None
+    closures = {k: stage(v) for k, v in (*enumerate(args), *kwargs.items())
+                if stage is not None and isinstance(v, types.FunctionType)}
+    if closures:
+        return _stage_with_closures(obj, method, name, label, args, kwargs, closures)
     result = py_function(lambda *a: method(obj, *a, **kwargs), args, Tout=None, name=label)
     if name != "zero_grad":
         grads.python_ran()  # a step may replace `.grad` tensors (GradScaler.unscale_ rewrites them in place)
+    return result
+
+
+def _stage_with_closures(obj: Any, method: Callable, name: str, label: str, args: tuple, kwargs: dict,
+                         closures: dict) -> Any:
+    """`stage_call` where some arguments (`closures`: position or keyword -> its StagedClosure) are functions."""
+    plain = [a for i, a in enumerate(args) if i not in closures]
+    inputs = [v for c in closures.values() for v in c.inputs]
+    counts = [len(c.inputs) for c in closures.values()]
+    returns = isinstance(obj, torch.optim.Optimizer) and name == "step" and len(closures) == 1
+    tout = next(iter(closures.values())).result if returns else None
+
+    def run(*values: Any) -> Any:
+        plain_values, rest = list(values[:len(plain)]), values[len(plain):]
+        bound, start = {}, 0
+        for (k, c), n in zip(closures.items(), counts):
+            bound[k] = c.bind(tuple(rest[start:start + n]))
+            start += n
+        call_args = [bound[i] if i in bound else plain_values.pop(0) for i in range(len(args))]
+        call_kwargs = {k: bound.get(k, v) for k, v in kwargs.items()}
+        return method(obj, *call_args, **call_kwargs)
+
+    result = py_function(run, tuple(plain) + tuple(inputs), Tout=tout, name=label)
+    grads.python_ran()  # the closure ran autograd (`loss.backward()`): the `.grad`s the graph reads changed
     return result
 
 

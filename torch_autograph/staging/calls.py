@@ -32,6 +32,7 @@ from ..subtraces.user_ops import cond, label_of, py_function
 from ..tracing.context import current
 from ..tracing.locations import user_location
 from ..tracing.symbols import is_symbolic
+from .numpy_calls import numpy_conversion
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
 try:
@@ -162,4 +163,4 @@ def _symbolic_bool(x: Any) -> bool:
 
 
 # What `TorchStagingBackend.call` asks, in order, about a library callable converted code calls.
-CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call, branch_on_symbolic_bool)
+CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call, branch_on_symbolic_bool, numpy_conversion)

@@ -396,6 +396,8 @@ class _Planner:
         return ("item", kv[0], self.value(kv[1], 0))
 
     def value(self, x: Any, depth: int) -> tuple:
+        if id(x) in self.paths:  # an argument's container, or a NumPy array argument (a stand-in while tracing)
+            return ("arg", self.paths[id(x)])
         if isinstance(x, Traced):
             if not isinstance(x, torch.Tensor):
                 raise StateEffectError(f"a {type(x).__name__} made by the trace is stored in a Python object "

@@ -44,6 +44,10 @@ class TraceHooks:
         trace_time_step: (optimizer, args, kwargs) of an optimizer step that reached torch's step hooks
             while tracing -> the (args, kwargs) torch's step body then runs with, after staging the step;
             None (or no hook): the step is refused.
+        staged_closure: a Python function handed to a staged call (`optimizer.step(closure)`), which the call
+            runs when the graph runs -> an object with `inputs` (the graph values the function reads), `bind(real
+            values)` (the function to hand the call then) and `result` (the TensorSpec of what it returns, or
+            None); None (or no hook): the function is handed over as it is.
     """
 
     special_calls: Mapping[Any, Handler] = field(default_factory=lambda: _EMPTY)
@@ -52,6 +56,7 @@ class TraceHooks:
     around_trace: tuple[Callable[[], ContextManager], ...] = ()
     map_origin: OriginMapper | None = None
     trace_time_step: Callable[[Any, tuple, dict], "tuple[tuple, dict] | None"] | None = None
+    staged_closure: Callable[[Callable], Any] | None = None
     # func -> its handler or None; owned by these hooks and bounded.
     _special_cache: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -78,3 +78,12 @@ class TensorSpec:
         if other.dtype != self.dtype or (self.device is not None and other.device != self.device):
             return False
         return fits(other.shape, self.shape) if other.shape is not None else self.shape is None
+
+
+class ArraySpec(TensorSpec):
+    """The trace type of a NumPy array argument: a TensorSpec (the graph's input is `torch.from_numpy` of the
+    array, sharing its memory) that is never equal to a tensor's, since the traced code sees an array
+    (tracing/arrays.py) where a tensor argument gives a tensor."""
+
+    def __repr__(self) -> str:
+        return "NumPy array " + super().__repr__().replace("TensorSpec", "", 1)
