@@ -311,7 +311,9 @@ def _emit_while(w: CodeWriter, node: Node) -> None:
 
 def _emit_check(w: CodeWriter, node: Node) -> None:
     fn = w.global_name(run_check, "check")
-    w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r})", node.origin)
+    error = node.op.target.error
+    raised = "" if error is None else f", {w.global_name(error, 'error')}"  # a user's `raise` on this path
+    w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r}{raised})", node.origin)
 
 
 _CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check}

@@ -104,7 +104,7 @@ class TorchStagingBackend:
                 if changed:
                     raise _ListMutated(changed)
                 raw[key] = out
-                if key == "f":
+                if key == "f" and "t" in raw:  # (a branch that raises has no outputs to check)
                     _check_branches(names, init_vars, raw["t"], out, origin)
                 return _unset_in(out)
 
@@ -112,7 +112,9 @@ class TorchStagingBackend:
 
         result = _both_branches(origin, lambda: cond_module.cond(
             pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names), origin=location(origin)))
-        return _restore(result, raw["t"]) if "t" in raw else result
+        if result is UNSET:  # both branches raise: what follows never runs
+            return init_vars
+        return _restore(result, raw.get("t", raw.get("f", init_vars)))
 
     def if_exp(self, pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any], origin: Origin) -> Any:
         return _both_branches(origin, lambda: cond_module.cond(
@@ -306,11 +308,11 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
 def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
     """An exception raised by user code while tracing the branches of a graph `if`: say why, at its line.
 
-    Both branches of a graph `if` are traced, so what one of them raises is
-    raised whichever way the condition goes: a RecursionError is a recursion
-    whose base case depends on a graph value; any other exception raised by
-    the user's code (not by torch or this library) becomes StagedBranchError,
-    which a user's `except` meant for the taken branch does not catch.
+    Both branches of a graph `if` are traced. What the user's code raises in one of them is raised when the
+    graph runs and takes that branch (subtraces/raises.py); what reaches here was not staged: a RecursionError
+    is a recursion whose base case depends on a graph value; any other exception raised by the user's code
+    (not by torch or this library) becomes StagedBranchError, which a user's `except` meant for the taken
+    branch does not catch.
     """
     try:
         return trace()
