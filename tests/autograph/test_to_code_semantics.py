@@ -59,6 +59,7 @@ def falls_off_the_end(x):
 def return_skips_try_else(x):
     do_return = False
     retval_ = ag__.UndefinedReturnValue()
+    try_token = ag__.try_begin((do_return, retval_, x))
     try:
         def if_true(do_return, retval_):
             retval_ = x
@@ -68,6 +69,10 @@ def return_skips_try_else(x):
     except ValueError:
         x = 0
     else:
+        def except_body(exc, do_return, retval_, x):
+            x = 0
+            return (do_return, retval_, x)
+        do_return, retval_, x = ag__.try_end(try_token, (do_return, retval_, x), ('do_return', 'retval_', 'x'), ((lambda: ValueError, except_body, False, False),), True)
         def if_true_1(x):
             x = -x
             return (x,)

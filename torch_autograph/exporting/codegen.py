@@ -190,6 +190,11 @@ class ExportCodegen(ListLowering):
                 self.while_(node, scope)
             elif isinstance(op.target, CheckOp):
                 self.check(node)
+            else:
+                raise lowering_error(node, f"{op.name} is a `try` whose `except` clause at {node.origin} runs when "
+                                     "the body's ops fail as the graph runs, which an exported program cannot "
+                                     "express (its handler would be dead)", "check the input before the op "
+                                     "(or call the exported program inside your own `try`)", to="torch.export")
             return
         if isinstance(op.target, Expression):
             self.expression(node)

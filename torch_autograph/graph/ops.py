@@ -35,7 +35,7 @@ class Effect(enum.Flag):
     WRITES_OUT = enum.auto()  # writes its `out=` argument
     RANDOM = enum.auto()  # draws random numbers: never merged, folded or pruned
     RUNS_PYTHON = enum.auto()  # runs Python at every call: ta.print, ta.py_function, a staged optimizer step
-    RAISES = enum.auto()  # a run-time check: raises when its condition is false, so it always runs
+    RAISES = enum.auto()  # may raise, and that matters: a run-time check, an op in a `try` body; always runs
     UNKNOWN = enum.auto()  # may write anything it reads (control flow whose sub-graphs have effects)
     MAY_NOT_END = enum.auto()  # a loop not known to terminate: run even when its results are unused
 
@@ -148,6 +148,23 @@ class WhileOp:
         names = ", ".join(f"%{v.name}" for v in self.loop_vars)
         limit = [] if self.maximum_iterations is None else [f"maximum_iterations={self.maximum_iterations!r}"]
         return [f"loop_vars=({names}{',' if len(self.loop_vars) == 1 else ''})"] + limit
+
+
+@dataclass(frozen=True, eq=False)
+class TryOp:
+    """Target of a `try` node: subgraphs[0] is the body; when it raises one of `catches[i]` as the graph runs,
+    subgraphs[i + 1] runs instead (a Python `try` with the user's `except` clauses). The node's args are the
+    values the sub-graphs read; every node of the body has `Effect.RAISES` (it may fail, and the failure is
+    caught), so none is pruned, merged or folded."""
+
+    catches: tuple[tuple[type, ...], ...]
+
+    def __repr__(self) -> str:
+        return "try"
+
+    def printed_args(self) -> list[str]:
+        names = ", ".join("(" + ", ".join(c.__name__ for c in cs) + ")" for cs in self.catches)
+        return [f"except={names}"]
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,6 +18,7 @@ from ..autograph.pyct.origin_info import Origin, lookup_origin
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError, TorchAutographError
 from ..graph import SourceLocation
 from ..subtraces import cond as cond_module
+from ..subtraces import handlers
 from ..subtraces import while_loop as while_module
 from ..subtraces.branches import UNSET, quoted
 from ..tracing import lists
@@ -153,6 +154,17 @@ class TorchStagingBackend:
         code = f" (`{loc.line}`)" if loc and loc.line else ""
         cond_module.check(cond, f"{text}\n  at {loc}{code}", loc)
 
+    # ----- try / except -----------------------------------------------------------------------
+    def try_begin(self, init_vars: tuple) -> Any:
+        return handlers.try_begin(init_vars)  # (handlers see AutoGraph's placeholders, as the user code expects)
+
+    def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
+                has_else: bool, origin: Origin) -> tuple:
+        """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
+        wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
+        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
+        return _restore(result, out_vars)
+
     # ----- loops ----------------------------------------------------------------------------
     def while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
                    names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
@@ -259,6 +271,14 @@ def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin)
             f"assigned inside the loop, and the loop body reads it on a path where it is not assigned yet "
             f"({e}). The loop's condition is a graph value, so its body is traced once for all iterations, "
             f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
+
+
+def _unsetting(fn: Callable[..., tuple]) -> Callable[..., tuple]:
+    """A handler whose outputs have UNSET for AutoGraph's placeholders."""
+    def run(exc: Any, *vals: Any) -> tuple:
+        return _unset_in(fn(exc, *vals))
+
+    return run
 
 
 def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:
