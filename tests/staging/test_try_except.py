@@ -185,3 +185,22 @@ def test_jit_compile_runs_the_handler_too():
         warnings.simplefilter("ignore")
         for a in (GOOD, BAD, GOOD):
             torch.testing.assert_close(f(a), cholesky_or_zeros(a))
+
+
+def with_else_and_finally(a):
+    y = a * 0
+    try:
+        c = torch.linalg.cholesky(a)
+    except torch.linalg.LinAlgError:
+        y = y - 1
+    else:
+        y = y + c  # only when the body raised nothing
+    finally:
+        y = y * 2
+    return y
+
+
+def test_else_runs_only_when_the_body_succeeded_at_run_time():
+    assert_same_outcomes(with_else_and_finally, [(GOOD,), (BAD,), (GOOD * 3,), (BAD,)])
+    assert_matches_eager(with_else_and_finally, GOOD)
+    assert_matches_eager(with_else_and_finally, BAD)

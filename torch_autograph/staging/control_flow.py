@@ -163,7 +163,7 @@ class TorchStagingBackend:
         """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
         wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
         result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
-        return _restore(result, out_vars)
+        return _restore(result, out_vars + (True,) if has_else else out_vars)
 
     # ----- loops ----------------------------------------------------------------------------
     def while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,

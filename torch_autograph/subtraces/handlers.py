@@ -53,7 +53,14 @@ def try_begin(init_vars: tuple) -> TryToken | None:
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
             has_else: bool, origin: SourceLocation | None) -> tuple:
-    """The state after the `try` (see module docstring); `out_vars` when its body recorded no graph op."""
+    """The state after the `try` (see module docstring); `out_vars` when its body recorded no graph op.
+
+    With `has_else`, the state is followed by whether the body succeeded: True, or a run-time bool that is
+    False when a handler ran (the converted `else:` runs under an `if` on it).
+    """
+    if has_else:
+        out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
+        handlers = [(thunk, _failed(fn), reads, reraises) for thunk, fn, reads, reraises in handlers]
     state = token.state
     if current() is not state or len(state.graph.nodes) == token.start:
         return out_vars
@@ -62,14 +69,10 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     dead = next((("reads the exception it catches (`as ...`)" if reads else
                   "re-raises it with a bare `raise`") for _, _, reads, reraises in handlers if reads or reraises), None)
     if dead is not None:
-        dead = f"it {dead}, which exists only when the graph runs; catch it without reading it"
-    elif has_else:
-        dead = "the `try` has an `else:`, which a graph cannot run only when the body succeeded; move it to the end " \
-               "of the `try` body"
-    if dead is not None:
         warn_at_user_line(DeadHandlerWarning(
-            f"{label} does not run when the ops of its `try` body fail as the graph runs: {dead}. (An exception "
-            f"the body raises while it is traced is still caught.)"), origin)
+            f"{label} does not run when the ops of its `try` body fail as the graph runs: it {dead}, which exists "
+            f"only when the graph runs; catch it without reading it. (An exception the body raises while it is "
+            f"traced is still caught.)"), origin)
         return out_vars
     # 1. Each handler, traced from the state before the body.
     branches, outs = [], []
@@ -112,6 +115,11 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
                         subgraphs=graphs))
     return nest.pack_sequence_as(out_vars, results)
+
+
+def _failed(fn: Any) -> Any:
+    """A handler whose state ends with False (the body did not succeed)."""
+    return lambda exc, *vals: tuple(fn(exc, *vals)) + (False,)
 
 
 def _classes(caught: Any, origin: SourceLocation | None) -> tuple[type, ...]:

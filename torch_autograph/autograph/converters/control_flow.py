@@ -78,6 +78,7 @@ from typing import Optional
 import gast
 
 from torch_autograph.autograph.converters import state as state_lib
+from torch_autograph.autograph.converters import try_statements
 from torch_autograph.autograph.pyct import activity, anno, liveness, templates, transformer
 
 _Static = anno.Static
@@ -444,39 +445,7 @@ class _ControlFlowTransformer(transformer.Transformer):
 
 
     def visit_Try(self, node: gast.Try) -> list:
-        """A `try` with handlers stays a Python `try`; its `else:` first hands the body's graph ops, if any, to
-        `ag__.try_end` with each handler as a function of the state (operators/exceptions.py)."""
-        if not node.handlers:
-            return self.generic_visit(node)
-        state = self._state(node, anno.getanno(node, _Static.LIVE_OUT, frozenset())
-                            | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
-        copies = [templates.copy_tree(h.body) for h in node.handlers]
-        self.generic_visit(node)  # the Python path, as written
-        functions, specs = [], []
-        for h, body in zip(node.handlers, copies):
-            holder = gast.If(test=transformer.constant(True), body=body, orelse=[])
-            exc = h.name if isinstance(h.name, str) else getattr(h.name, "id", None)
-            self._visit_children(holder, state.params + ([exc] if exc else []))
-            fname = self.ctx.namer.new_symbol("except_body")
-            param = exc or self.ctx.namer.new_symbol("exc")
-            fname, fn = self._function(fname, state, holder.body, state.values(), h, extra_params=(param,))
-            functions.append(fn)
-            reads = exc is not None and exc in activity.activity_of(h.body).read
-            reraises = any(isinstance(n, gast.Raise) and n.exc is None for n in transformer.walk_statements(h.body))
-            types = h.type if h.type is not None else transformer.name("BaseException")
-            specs.append(templates.replace_as_expression(
-                "(lambda: types, fname, reads, reraises)", types=templates.copy_tree(types), fname=fname,
-                reads=transformer.constant(reads), reraises=transformer.constant(reraises)))
-        token = self.ctx.namer.new_symbol("try_token")
-        begin = transformer.copy_location(templates.replace(
-            "token = ag__.try_begin(state)", token=token, state=state.values()), node)
-        call = templates.replace_as_expression(
-            "ag__.try_end(token, state, names, handlers, has_else)", token=token, state=state.values(),
-            names=templates.strings_tuple(state.labels), handlers=gast.Tuple(elts=specs, ctx=gast.Load()),
-            has_else=transformer.constant(bool(node.orelse)))
-        node.orelse = transformer.copy_location(functions + self._result(call, state), node.handlers[0]) \
-            + node.orelse
-        return transformer.copy_location(self._inits(state, node), node) + begin + [node]
+        return try_statements.convert(self, node)
 
 
 def _calls(node: gast.AST) -> bool:
@@ -490,6 +459,7 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     reaching_definitions.analyze(fn) must have run (the variables converter
     shares it); liveness runs here, on the tree as it is now.
     """
+    try_statements.guard_else(fn, ctx)
     liveness.analyze(fn)
     t = _ControlFlowTransformer(ctx, fn)
     new_body = []

@@ -45,7 +45,8 @@ def try_begin(init_vars: tuple) -> Any:
 
 def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequence[Handler],
             has_else: bool = False) -> tuple:
-    """The state after the `try` whose body finished with `out_vars` (no exception while it ran)."""
+    """The state after the `try` whose body finished with `out_vars` (no exception while it ran); with
+    `has_else`, followed by whether the body succeeded (True, or a graph bool: False when a handler ran)."""
     if token is None:
-        return out_vars
+        return out_vars + (True,) if has_else else out_vars
     return _registry.backend.try_end(token, out_vars, names, handlers, has_else, dispatch.caller_origin())
