@@ -155,8 +155,8 @@ class TorchStagingBackend:
         cond_module.check(cond, f"{text}\n  at {loc}{code}", loc)
 
     # ----- try / except -----------------------------------------------------------------------
-    def try_begin(self, init_vars: tuple) -> Any:
-        return handlers.try_begin(init_vars)  # (handlers see AutoGraph's placeholders, as the user code expects)
+    def try_begin(self, init_vars: tuple) -> tuple:
+        return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
                 has_else: bool, origin: Origin) -> tuple:

@@ -24,12 +24,26 @@ from typing import Any, Sequence
 from .. import nest
 from ..graph import Effect, Graph, Node, OpKind, SourceLocation, TryOp, Value, ValueKind, control_op, unique_values
 from ..graph.passes.dead_code import eliminate_dead_code
+from ..tracing import lists
 from ..tracing.context import current
+from ..tracing.lists import GraphList
 from ..tracing.messages import warn_at_user_line
 from ..tracing.symbols import same_dim
 from ..tracing.trace import TraceState
-from .branches import UNSET, Branch, Leaf, as_tensor_in, describe, leaf_kind, number_to_tensor, quoted, to_value, where
-from .cond import SCALAR_DTYPES, _unset_in
+from .branches import (
+    UNSET,
+    Branch,
+    Leaf,
+    as_tensor_in,
+    describe,
+    leaf_kind,
+    number_to_tensor,
+    quoted,
+    structure_repr,
+    to_value,
+    where,
+)
+from .cond import SCALAR_DTYPES, _fill_unset, _unset_in
 from .raises import run_or_raise
 
 
@@ -44,11 +58,15 @@ class TryToken:
     state: TraceState
     start: int
     init_vars: tuple
+    lists: dict  # index -> the items of a Python list among init_vars, before the body
 
 
 def try_begin(init_vars: tuple) -> TryToken | None:
     state = current()
-    return None if state is None else TryToken(state, len(state.graph.nodes), init_vars)
+    if state is None:
+        return None
+    return TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
+                                                                if type(v) is list})
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
@@ -66,6 +84,13 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
     label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
+    # A Python list the body changed in place: the handlers start from its items before the body.
+    inits = list(token.init_vars)
+    for i, items in token.lists.items():
+        now = inits[i]
+        if len(now) != len(items) or any(x is not y for x, y in zip(now, items)):
+            inits[i] = list(items)
+    label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
     dead = next((("reads the exception it catches (`as ...`)" if reads else
                   "re-raises it with a bare `raise`") for _, _, reads, reraises in handlers if reads or reraises), None)
     if dead is not None:
@@ -78,21 +103,38 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     branches, outs = [], []
     for i, (_, fn, _, _) in enumerate(handlers):
         hb = Branch(f"except{i}", state)
-        out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *token.init_vars)), lambda: UNSET)
+        before = {id(v): (v, v[:]) for v in (*inits, *out_vars) if type(v) is list}
+        out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *inits)), lambda: UNSET)
+        # A Python list the handler changed in place keeps its items for the body's path; the handler's
+        # path gets a list of its own (both become graph lists where they meet: `_merged_list`).
+        changed = {}
+        for key, (v, items) in before.items():
+            if len(v) != len(items) or any(x is not y for x, y in zip(v, items)):
+                changed[key] = v[:]
+                v[:] = items
+        if changed and out is not UNSET:
+            out = tuple(list(changed[id(o)]) if type(o) is list and id(o) in changed else o for o in out)
         branches.append(hb)
         outs.append(out)
     # 2. One value per state variable for the body and each handler (numbers promoted where one is a tensor).
-    leaves = nest.flatten(out_vars)
-    per_handler = [nest.flatten(o) if o is not UNSET else [UNSET] * len(leaves) for o in outs]
+    # A variable one path leaves unassigned (UNSET) takes the structure the other gives it (a return slot).
     for o in outs:
-        if o is not UNSET and nest.structure_signature(o) != nest.structure_signature(out_vars):
-            raise TypeError(f"the variables after {label} have a different structure than after the `try` body")
+        if o is not UNSET:
+            out_vars = _fill_unset(out_vars, o)
+    outs = [o if o is UNSET else _fill_unset(o, out_vars) for o in outs]
+    leaves = _flat(out_vars)
+    leaf_names = [n for n, v in zip(names, out_vars) for _ in _flat((v,))] if len(names) == len(out_vars) else []
+    per_handler = [_flat(o) if o is not UNSET else [UNSET] * len(leaves) for o in outs]
+    for o in outs:
+        if o is not UNSET and _signature(o) != _signature(out_vars):
+            raise TypeError(f"the variables after {label} have a different structure than after the `try` body:\n"
+                            f"  try:    {structure_repr(out_vars)}\n  except: {structure_repr(o)}")
     body_vals: list[Any] = []
     handler_vals: list[list[Any]] = [[] for _ in handlers]
     results: list[Any] = []
     outputs: list[Value] = []
     for k, a in enumerate(leaves):
-        name = names[k] if len(names) == len(leaves) else f"output {k}"
+        name = leaf_names[k] if k < len(leaf_names) else f"output {k}"
         merged = _merge(state, branches, name, a, [h[k] for h in per_handler], label)
         if merged is None:
             results.append(a)
@@ -114,7 +156,25 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     op = control_op(TryOp(catches), "try", [n for g in graphs for n in g.nodes])
     state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
                         subgraphs=graphs))
-    return nest.pack_sequence_as(out_vars, results)
+    return _packed(out_vars, results)
+
+
+def _flat(state_vars: tuple) -> list:
+    """The leaves of the state: a Python list is one leaf (its length may differ between the paths)."""
+    return [x for v in state_vars for x in ([v] if type(v) is list else nest.flatten(v))]
+
+
+def _signature(state_vars: tuple) -> list:
+    return ["list" if type(v) is list or isinstance(v, GraphList) else nest.structure_signature(v) for v in state_vars]
+
+
+def _packed(state_vars: tuple, leaves: list) -> tuple:
+    out, k = [], 0
+    for v in state_vars:
+        n = 1 if type(v) is list else len(nest.flatten(v))
+        out.append(leaves[k] if type(v) is list else nest.pack_sequence_as(v, leaves[k:k + n]))
+        k += n
+    return tuple(out)
 
 
 def _failed(fn: Any) -> Any:
@@ -141,16 +201,20 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
     if ka in python and all(kb is Leaf.UNSET or (kb in python and type(b) is type(a) and (b is a or _eq(a, b)))
                             for b, kb in zip(bs, kbs)):
         return None
+    if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
+        # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
+        # in place by the body: graph lists on every path, holding each path's items.
+        return _merged_list(state, branches, name, a, bs, label)
     if ka is Leaf.UNSET or Leaf.OBJECT in (ka, *kbs) or Leaf.LIST in (ka, *kbs):
         words = [describe(x) if x is not UNSET else "unassigned" for x in (a, *bs)]
         raise TypeError(f"{quoted(name)} is {words[0]} after the `try` body but {' / '.join(words[1:])} after "
                         f"{label}, which guards graph ops that fail only when the graph runs: both paths must give "
                         f"it a tensor or number of the same type.")
-    like = a if ka is Leaf.TENSOR else next((b for b, kb in zip(bs, kbs) if kb is Leaf.TENSOR), None)
-    if ka is Leaf.TENSOR:
-        va = state.to_value(a)
-    elif like is not None:  # a number after the body, a tensor after a handler: the body's becomes a tensor
-        va = number_to_tensor(a, state.to_value(like), promoted=True)._value
+    tensor_in = next((i for i, kb in enumerate(kbs) if kb is Leaf.TENSOR), None)
+    if ka is not Leaf.TENSOR and tensor_in is not None:
+        # A number after the body, a tensor after a handler: the body's number becomes a tensor of its type.
+        like = to_value(branches[tensor_in], bs[tensor_in])
+        va = number_to_tensor(a, like, promoted=True)._value
     else:
         va = state.to_value(a)
     vbs = []
@@ -168,6 +232,34 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
             raise TypeError(f"{quoted(name)} is {first.type_str()} after the `try` body but {m.type_str()} after "
                             f"{label}: both paths must give it the same type.")
     return va, vbs, _merged_value(state, name, metas)
+
+
+def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+                 label: str) -> tuple[Any, list[Any], Value]:
+    """A graph list after the body and each handler: one list Value, its elements' type merged."""
+    seen = [x for x in (a, *bs) if type(x) is list]
+    like = next((x for x in seen if x), [])
+    try:
+        if type(a) is list:
+            a = lists.new_list(a, like=like)
+        bs = [hb.record(lambda b=b: lists.new_list(b, like=like)) if type(b) is list else b
+              for hb, b in zip(branches, bs)]
+    except TypeError as e:
+        raise TypeError(f"{quoted(name)} is a list that differs between the `try` body and {label}, which guards "
+                        f"graph ops that fail only when the graph runs: {e}. Only a list of tensors or Python "
+                        f"numbers can; build a new list on each path instead.") from None
+    if not all(b is UNSET or isinstance(b, GraphList) for b in bs) or not isinstance(a, GraphList):
+        words = [describe(x) if x is not UNSET else "unassigned" for x in (a, *bs)]
+        raise TypeError(f"{quoted(name)} is {words[0]} after the `try` body but {' / '.join(words[1:])} after "
+                        f"{label}: both paths must give it a list.")
+    va = state.to_value(a)
+    vbs = [_unset_in(hb, va) if b is UNSET else to_value(hb, b) for hb, b in zip(branches, bs)]
+    dtype, shape, device = va.dtype, va.shape, va.device
+    for vb in vbs:
+        if vb.dtype is not None:
+            like = Value("_", dtype, shape, device, ValueKind.LIST) if dtype is not None else None
+            dtype, shape, device = lists.merge_elements(like, vb, f"{quoted(name)} after {label}")
+    return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
 
 
 def _eq(a: Any, b: Any) -> bool:

@@ -1,6 +1,6 @@
 """Converts a `try` with `except` clauses: it stays a Python `try`, marked for a backend that records graph ops.
 
-    try:                              try_token = ag__.try_begin((y,))
+    try:                              y, try_token = ag__.try_begin((y,))
         y = f(x)                      try:
     except E:                ->           y = f(x)
         y = g(x)                      except E:
@@ -54,8 +54,11 @@ def convert(t: Any, node: gast.Try) -> list:
             "(lambda: types, fname, reads, reraises)", types=templates.copy_tree(types), fname=fname,
             reads=transformer.constant(reads), reraises=transformer.constant(reraises)))
     token = t.ctx.namer.new_symbol("try_token")
-    begin = transformer.copy_location(templates.replace(
-        "token = ag__.try_begin(state)", token=token, state=state.values()), node)
+    # The state comes back from try_begin too: a backend may hand the body graph lists for Python lists.
+    begin_call = templates.replace_as_expression("ag__.try_begin(state)", state=state.values())
+    begin = transformer.copy_location(
+        [gast.Assign(targets=[templates.names_tuple(state.params + [token], gast.Store)], value=begin_call,
+                     type_comment=None)] + state.restores(), node)
     ok = anno.getanno(node, anno.Basic.TRY_SUCCEEDED)
     call = templates.replace_as_expression(
         "ag__.try_end(token, state, names, handlers, has_else)", token=token, state=state.values(),

@@ -5,7 +5,7 @@ KeyError on a dict, in plain Python or while tracing) is caught there, exactly
 as written. Two calls mark it for a backend that records the body as graph ops
 whose failure is known only when the graph runs:
 
-    token = ag__.try_begin((x,))          # the state before the body
+    x, token = ag__.try_begin((x,))       # the state before the body, and a token
     try:
         x = torch.linalg.cholesky(a)
     except torch.linalg.LinAlgError:
@@ -35,11 +35,11 @@ _registry = dispatch._registry
 Handler = tuple[Callable[[], Any], Callable[..., tuple], bool, bool]
 
 
-def try_begin(init_vars: tuple) -> Any:
-    """A token for the `try` about to run its body, or None when no backend records graph ops now."""
+def try_begin(init_vars: tuple) -> tuple:
+    """The state the body starts from, then a token for the `try` (None when no backend records graph ops now)."""
     b = _registry.backend
     if b is None or not hasattr(b, "try_begin"):
-        return None
+        return init_vars + (None,)
     return b.try_begin(init_vars)
 
 
