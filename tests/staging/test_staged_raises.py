@@ -206,3 +206,12 @@ def test_jit_compile_raises_at_run_time_too():
     with pytest.raises(ValueError, match="^negative input"):
         f(torch.tensor([4.0, -9.0]))
     torch.testing.assert_close(f(torch.tensor([1.0, 16.0])), torch.tensor([1.0, 4.0]))
+
+
+def test_saved_model_and_onnx_refuse_a_staged_raise(tmp_path):
+    f = ta.function(sqrt_of_non_negative, input_signature=[ta.TensorSpec([2], torch.float32)])
+    with pytest.raises(errors.GraphLoweringError, match="raise ValueError"):
+        ta.saved_model.save(f, str(tmp_path / "m"))
+    pytest.importorskip("onnx")
+    with pytest.raises(errors.GraphLoweringError, match="raise ValueError"):
+        ta.onnx.export(f, (torch.ones(2),))
