@@ -56,6 +56,16 @@ def _restore(values: Sequence[Any], like: Sequence[Any]) -> tuple:
 class TorchStagingBackend:
     """Implements `autograph.StagingBackend` with graph `cond` / `while` nodes."""
 
+    _loop_bodies = 0  # graph loop bodies being traced now (an unset attribute read in one is not a raise)
+
+    @contextmanager
+    def _in_loop_body(self) -> Iterator[None]:
+        self._loop_bodies += 1
+        try:
+            yield
+        finally:
+            self._loop_bodies -= 1
+
     def is_staged(self, value: Any) -> bool:
         return is_graph_value(value)
 
@@ -96,9 +106,18 @@ class TorchStagingBackend:
         raw: dict[str, tuple] = {}
         snapshots = {i: v[:] for i, v in enumerate(init_vars) if type(v) is list}
 
+        # An attribute or key a graph loop's earlier iteration sets, unset in this trace of its body.
+        undefined = self._loop_bodies > 0 and any(type(v) is Undefined for v in init_vars)
+
         def branch(fn: Callable, key: str) -> Callable[[], tuple]:
             def run() -> tuple:
-                out = tuple(fn(*init_vars))
+                try:
+                    out = tuple(fn(*init_vars))
+                except (AttributeError, KeyError) as e:
+                    # Reading it is a fact of tracing the loop body once for all iterations, not the user's raise.
+                    if undefined and _raised_by_user_code(e):
+                        raise _traced_branch_error(e, origin) from e
+                    raise
                 # Changed in place, or replaced by a graph list (an inner `if` or loop changed it).
                 changed = {i: items for i, items in snapshots.items()
                            if _changed(init_vars[i], items) or isinstance(out[i], GraphList)}
@@ -175,7 +194,7 @@ class TorchStagingBackend:
             return test_fn(*_restore(vals, init_vars))
 
         def body(*vals: Any) -> tuple:
-            with _defined_before_loop(init_vars, names, origin):
+            with _defined_before_loop(init_vars, names, origin), self._in_loop_body():
                 return _unset_in(body_fn(*_restore(vals, init_vars)))
 
         invariants = _invariants(options, names)
@@ -201,7 +220,7 @@ class TorchStagingBackend:
             return more and extra
 
         def body(k: Any, *vals: Any) -> tuple:
-            with _defined_before_loop(init_vars, names, origin):
+            with _defined_before_loop(init_vars, names, origin), self._in_loop_body():
                 new = body_fn(get(k), *_restore(vals, init_vars))
             return (k + 1,) + _unset_in(new)
 
@@ -347,11 +366,15 @@ def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
     except Exception as e:
         if not _raised_by_user_code(e):
             raise
-        raise StagedBranchError(
-            f"{type(e).__name__}: {e} was raised while tracing a branch of the `if` at {origin} "
-            f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced and the "
-            "exception is raised whichever branch runs. Raise on a Python condition, use `assert` for a check "
-            "when the graph runs, or catch the exception inside the branch.") from e
+        raise _traced_branch_error(e, origin) from e
+
+
+def _traced_branch_error(e: BaseException, origin: Origin) -> StagedBranchError:
+    return StagedBranchError(
+        f"{type(e).__name__}: {e} was raised while tracing a branch of the `if` at {origin} "
+        f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced and the "
+        "exception is raised whichever branch runs. Raise on a Python condition, use `assert` for a check "
+        "when the graph runs, or catch the exception inside the branch.")
 
 
 def _raised_by_user_code(e: BaseException) -> bool:
