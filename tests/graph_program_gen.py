@@ -22,6 +22,8 @@ so the same program is the reference three ways):
   `[1]` or `[1, 1]` one on the other (one element: conditions on what is read
   from it stay valid Python);
 - deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
+- try_ops: a `try` around an index that is out of range for some values (IndexError when the graph runs),
+  with an `except` that assigns the variable too, sometimes an `else:`;
 - mutation (off by default: `MUTATION`, issue 22): a dict argument `d` and the
   captured `CAP` (a dict) and `CAPL` (a list) changed inside loops and branches;
   the harness compares their state after each call with eager's.
@@ -38,7 +40,7 @@ import random
 import program_gen
 
 WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
-                  "list_shapes", "deletes"})
+                  "list_shapes", "deletes", "try_ops"})
 # Mutation of dict/list arguments and captured containers in tensor loops and branches (issue 22): on with
 # TA_FUZZ_MUTATION=1 until that issue lands.
 MUTATION = os.environ.get("TA_FUZZ_MUTATION", "") == "1"
@@ -102,7 +104,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
-                             "list_shapes", "deletes", "mutation") if k in f]
+                             "list_shapes", "deletes", "try_ops", "mutation") if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
         return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
@@ -191,6 +193,15 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
             return [f"{pad}del l[:]", f"{pad}l.append({self.int_expr(0, extra)})"]
         t, var = self.fresh("t"), r.choice(program_gen.LOCALS)
         return [f"{pad}{t} = {self.int_expr(0, extra)}", f"{pad}{var} = {var} + {t}", f"{pad}del {t}"]
+
+    def wide_try_ops(self, pad, indent, depth, in_loop, extra):
+        r, var = self.rng, self.rng.choice(program_gen.LOCALS)
+        index = f"torch.as_tensor({self.int_expr(1, extra)}).long()"  # out of range for some inputs
+        lines = [f"{pad}try:", f"{pad}    {var} = {var} + torch.arange(3, dtype={self.dtype})[{index}]",
+                 f"{pad}except IndexError:", f"{pad}    {var} = {var} - {r.randint(1, 5)}"]
+        if r.random() < 0.4:
+            lines += [f"{pad}else:", f"{pad}    {var} = {var} * 2"]
+        return lines
 
     def wide_mutation(self, pad, indent, depth, in_loop, extra):
         r, e = self.rng, self.int_expr(1, extra)

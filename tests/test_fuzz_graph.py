@@ -78,6 +78,7 @@ CONSTRUCTS = [
                                                   "line (a graph list holds one rank, as TF's TensorArray); the "
                                                   "generator's structural rule check does not know this rule yet")),
     pytest.param("deletes"),
+    pytest.param("try_ops"),
     # Dict/list arguments and captured containers changed in tensor loops and branches: TA_FUZZ_MUTATION=1.
     pytest.param("mutation", marks=[
         pytest.mark.skipif(not graph_program_gen.MUTATION, reason="on with TA_FUZZ_MUTATION=1 (issue 22)"),

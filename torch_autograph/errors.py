@@ -43,14 +43,15 @@ class InaccessibleTensorError(ValueError):
 
 
 class StagedBranchError(TorchAutographError):
-    """An exception was raised while tracing one branch of an `if` whose condition is a graph value.
+    """An exception raised on a path the graph chooses when it runs cannot be staged.
 
-    Both branches of such an `if` (or conditional expression, `and`, `or`) are
-    traced, so the exception would be raised whichever way the condition goes,
-    and a `try` around the `if` would catch it while tracing: the original
-    exception is the `__cause__`.
-    Fixes: raise on a Python condition; for a graph condition use `assert`
-    (a check when the graph runs); or catch the exception inside the branch.
+    A `raise` in a branch of an `if` whose condition is a graph value (or in a
+    graph loop's body) is raised when the graph runs and takes that path, with
+    the user's own exception type and message. Its message must then be made of
+    Python values: one that formats or holds a graph tensor has no value while
+    tracing, and is refused with this error at the `raise` line.
+    Fixes: build the message from Python values (print the tensor with
+    `ta.print` before the raise), or use `assert` on the tensor.
     """
 
 

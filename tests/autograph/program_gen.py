@@ -82,7 +82,7 @@ def third(v, k):
 ''',
     "try": '''\
 def fail(v):
-    raise ValueError(v)
+    raise ValueError("fail")  # a message of Python values: raised when the graph takes its path
 ''',
 }
 

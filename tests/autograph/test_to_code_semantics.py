@@ -59,6 +59,7 @@ def falls_off_the_end(x):
 def return_skips_try_else(x):
     do_return = False
     retval_ = ag__.UndefinedReturnValue()
+    do_return, retval_, x, try_token = ag__.try_begin((do_return, retval_, x))
     try:
         def if_true(do_return, retval_):
             retval_ = x
@@ -68,15 +69,22 @@ def return_skips_try_else(x):
     except ValueError:
         x = 0
     else:
+        def except_body(exc, do_return, retval_, x):
+            x = 0
+            return (do_return, retval_, x)
+        do_return, retval_, x, try_ok = ag__.try_end(try_token, (do_return, retval_, x), ('do_return', 'retval_', 'x'), ((lambda: ValueError, except_body, False, False),), True)
         def if_true_1(x):
-            x = -x
+            def if_true_2(x):
+                x = -x
+                return (x,)
+            x, = ag__.if_stmt(ag__.not_(do_return), if_true_2, None, (x,), ('x',))
             return (x,)
-        x, = ag__.if_stmt(ag__.not_(do_return), if_true_1, None, (x,), ('x',))
-    def if_true_2(retval_):
+        x, = ag__.if_stmt(try_ok, if_true_1, None, (x,), ('x',))
+    def if_true_3(retval_):
         retval_ = x
         do_return = True
         return (retval_,)
-    retval_, = ag__.if_stmt(ag__.not_(do_return), if_true_2, None, (retval_,), ('retval_',))
+    retval_, = ag__.if_stmt(ag__.not_(do_return), if_true_3, None, (retval_,), ('retval_',))
     return ag__.retval(retval_)
 """,
     "computed_index": """\

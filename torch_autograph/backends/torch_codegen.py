@@ -35,6 +35,7 @@ from ..graph import (
     Graph,
     Node,
     OpKind,
+    TryOp,
     Value,
     ValueKind,
     WhileOp,
@@ -309,12 +310,29 @@ def _emit_while(w: CodeWriter, node: Node) -> None:
     _assign(w, node.outputs, list(op.loop_vars))
 
 
+def _emit_try(w: CodeWriter, node: Node) -> None:
+    """The user's `try`: the body's ops, then each `except` clause catching the same classes."""
+    body, *handlers = node.subgraphs
+    w.line("try:", node.origin)
+    for i, sub in enumerate((body, *handlers)):
+        if i > 0:
+            classes = ", ".join(w.global_name(c, "exc") for c in node.op.target.catches[i - 1])
+            w.line(f"except ({classes},):", node.origin)
+        with w.indented():
+            emit_nodes(w, sub.nodes)
+            _assign(w, node.outputs, sub.outputs)
+            if not sub.nodes and not node.outputs:
+                w.line("pass")
+
+
 def _emit_check(w: CodeWriter, node: Node) -> None:
     fn = w.global_name(run_check, "check")
-    w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r})", node.origin)
+    error = node.op.target.error
+    raised = "" if error is None else f", {w.global_name(error, 'error')}"  # a user's `raise` on this path
+    w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r}{raised})", node.origin)
 
 
-_CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check}
+_CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check, TryOp: _emit_try}
 
 
 def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True,

@@ -190,6 +190,11 @@ class ExportCodegen(ListLowering):
                 self.while_(node, scope)
             elif isinstance(op.target, CheckOp):
                 self.check(node)
+            else:
+                raise lowering_error(node, f"{op.name} is a `try` whose `except` clause at {node.origin} runs when "
+                                     "the body's ops fail as the graph runs, which an exported program cannot "
+                                     "express (its handler would be dead)", "check the input before the op "
+                                     "(or call the exported program inside your own `try`)", to="torch.export")
             return
         if isinstance(op.target, Expression):
             self.expression(node)
@@ -270,6 +275,14 @@ class ExportCodegen(ListLowering):
         self.w.line(f"{node.outputs[0].name} = {fn}({self.w.arg(a)}, {self.w.arg(b)})", node.origin)
 
     def check(self, node: Node) -> None:
+        error = node.op.target.error
+        if error is not None:
+            raise lowering_error(node, f"the `raise {type(error).__name__}` at {node.origin} runs when the graph "
+                                 "takes its path, and an exported program cannot raise the user's own exception "
+                                 "(an assert would become a RuntimeError; an `except "
+                                 f"{type(error).__name__}` around the call would no longer catch it)",
+                                 "check the condition before calling the exported program, or use `assert` "
+                                 "(exported as a run-time check raising RuntimeError)", to="torch.export")
         cond = node.args[0]
         text = f"{_RT}.scalar({self.w.raw(cond)}, torch.bool)"
         self.w.line(f"torch._assert_async({text}, {node.op.target.message!r})", node.origin)

@@ -13,6 +13,7 @@ from .ops import (
            Op,
            OpKind,
            Trait,
+           TryOp,
            WhileOp,
            autocast_state,
            control_op,
@@ -22,5 +23,5 @@ from .ops import (
 from .values import SourceLocation, Value, ValueKind, is_static
 from .walkers import iter_values, map_nest, substitute, unique_values, walk_nodes
 
-__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "Trait", "SourceLocation", "Value", "ValueKind",
+__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "Trait", "TryOp", "SourceLocation", "Value", "ValueKind",
            "WhileOp", "control_op", "is_static", "iter_values", "run_check", "autocast_state", "under_autocast", "map_nest", "substitute", "unique_values", "walk_nodes"]

@@ -35,7 +35,7 @@ class Effect(enum.Flag):
     WRITES_OUT = enum.auto()  # writes its `out=` argument
     RANDOM = enum.auto()  # draws random numbers: never merged, folded or pruned
     RUNS_PYTHON = enum.auto()  # runs Python at every call: ta.print, ta.py_function, a staged optimizer step
-    RAISES = enum.auto()  # a run-time check: raises when its condition is false, so it always runs
+    RAISES = enum.auto()  # may raise, and that matters: a run-time check, an op in a `try` body; always runs
     UNKNOWN = enum.auto()  # may write anything it reads (control flow whose sub-graphs have effects)
     MAY_NOT_END = enum.auto()  # a loop not known to terminate: run even when its results are unused
 
@@ -151,11 +151,34 @@ class WhileOp:
 
 
 @dataclass(frozen=True, eq=False)
+class TryOp:
+    """Target of a `try` node: subgraphs[0] is the body; when it raises one of `catches[i]` as the graph runs,
+    subgraphs[i + 1] runs instead (a Python `try` with the user's `except` clauses). The node's args are the
+    values the sub-graphs read; every node of the body has `Effect.RAISES` (it may fail, and the failure is
+    caught), so none is pruned, merged or folded."""
+
+    catches: tuple[tuple[type, ...], ...]
+
+    def __repr__(self) -> str:
+        return "try"
+
+    def printed_args(self) -> list[str]:
+        names = ", ".join("(" + ", ".join(c.__name__ for c in cs) + ")" for cs in self.catches)
+        return [f"except={names}"]
+
+
+@dataclass(frozen=True, eq=False)
 class CheckOp:
-    """Target of a run-time check: raises InvalidArgumentError when args[0] is false."""
+    """Target of a run-time check: raises InvalidArgumentError when args[0] is false.
+
+    With `error` (the exception a user's `raise` made while a branch or loop body was traced), it raises a
+    copy of that exception instead: args[0] is then False, the node sits in the sub-graph of the path that
+    raises, and the user's `except` around the call catches it as it would the eager one.
+    """
 
     message: str
     label: str = ""  # what a printed graph shows instead of a long message
+    error: BaseException | None = None
 
     def __repr__(self) -> str:
         return "check"
@@ -166,10 +189,25 @@ class CheckOp:
         return [repr(self.message.split("\n", 1)[0])]  # the rest names the user line: the node's comment
 
 
-def run_check(condition: Any, message: str) -> None:
+def run_check(condition: Any, message: str, error: BaseException | None = None) -> None:
     """What a `check` node does when the graph runs."""
     if not bool(condition):
+        if error is not None:
+            raise fresh_error(error)
         raise InvalidArgumentError(message)
+
+
+def fresh_error(error: BaseException) -> BaseException:
+    """A new exception equal to `error` (type, args, attributes), so that raising it at every call does not grow
+    one traceback; `error` itself (without its traceback) where its class cannot be rebuilt from its args."""
+    import copy
+
+    try:
+        new = copy.copy(error)
+    except Exception:
+        return error.with_traceback(None)
+    new.__cause__, new.__suppress_context__ = error.__cause__, error.__suppress_context__
+    return new
 
 
 AUTOCAST_DEVICES = ("cpu", "cuda")

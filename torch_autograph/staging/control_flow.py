@@ -18,6 +18,7 @@ from ..autograph.pyct.origin_info import Origin, lookup_origin
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError, TorchAutographError
 from ..graph import SourceLocation
 from ..subtraces import cond as cond_module
+from ..subtraces import handlers
 from ..subtraces import while_loop as while_module
 from ..subtraces.branches import UNSET, quoted
 from ..tracing import lists
@@ -55,6 +56,16 @@ def _restore(values: Sequence[Any], like: Sequence[Any]) -> tuple:
 
 class TorchStagingBackend:
     """Implements `autograph.StagingBackend` with graph `cond` / `while` nodes."""
+
+    _loop_bodies = 0  # graph loop bodies being traced now (an unset attribute read in one is not a raise)
+
+    @contextmanager
+    def _in_loop_body(self) -> Iterator[None]:
+        self._loop_bodies += 1
+        try:
+            yield
+        finally:
+            self._loop_bodies -= 1
 
     def is_staged(self, value: Any) -> bool:
         return is_graph_value(value)
@@ -116,16 +127,25 @@ class TorchStagingBackend:
         raw: dict[str, tuple] = {}
         snapshots = {i: v[:] for i, v in enumerate(init_vars) if type(v) is list}
 
+        # An attribute or key a graph loop's earlier iteration sets, unset in this trace of its body.
+        undefined = self._loop_bodies > 0 and any(type(v) is Undefined for v in init_vars)
+
         def branch(fn: Callable, key: str) -> Callable[[], tuple]:
             def run() -> tuple:
-                out = tuple(fn(*init_vars))
+                try:
+                    out = tuple(fn(*init_vars))
+                except (AttributeError, KeyError) as e:
+                    # Reading it is a fact of tracing the loop body once for all iterations, not the user's raise.
+                    if undefined and _raised_by_user_code(e):
+                        raise _traced_branch_error(e, origin) from e
+                    raise
                 # Changed in place, or replaced by a graph list (an inner `if` or loop changed it).
                 changed = {i: items for i, items in snapshots.items()
                            if _changed(init_vars[i], items) or isinstance(out[i], GraphList)}
                 if changed:
                     raise _ListMutated(changed)
                 raw[key] = out
-                if key == "f":
+                if key == "f" and "t" in raw:  # (a branch that raises has no outputs to check)
                     _check_branches(names, init_vars, raw["t"], out, origin)
                 return _unset_in(out)
 
@@ -133,7 +153,9 @@ class TorchStagingBackend:
 
         result = _both_branches(origin, lambda: cond_module.cond(
             pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names), origin=location(origin)))
-        return _restore(result, raw["t"]) if "t" in raw else result
+        if result is UNSET:  # both branches raise: what follows never runs
+            return init_vars
+        return _restore(result, raw.get("t", raw.get("f", init_vars)))
 
     def if_exp(self, pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any], origin: Origin) -> Any:
         return _both_branches(origin, lambda: cond_module.cond(
@@ -172,6 +194,17 @@ class TorchStagingBackend:
         code = f" (`{loc.line}`)" if loc and loc.line else ""
         cond_module.check(cond, f"{text}\n  at {loc}{code}", loc)
 
+    # ----- try / except -----------------------------------------------------------------------
+    def try_begin(self, init_vars: tuple) -> tuple:
+        return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
+
+    def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
+                has_else: bool, origin: Origin) -> tuple:
+        """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
+        wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
+        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
+        return _restore(result, out_vars + (True,) if has_else else out_vars)
+
     # ----- loops ----------------------------------------------------------------------------
     def while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
                    names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
@@ -193,7 +226,7 @@ class TorchStagingBackend:
 
         def body(*vals: Any) -> tuple:
             with _entered(objects, vals[n:]) as outputs:
-                with _defined_before_loop(init_vars, names, origin):
+                with _defined_before_loop(init_vars, names, origin), self._in_loop_body():
                     out = _unset_in(body_fn(*_restore(vals[:n], init_vars)))
                 outputs.extend(out)
                 return out + (objects.read() if objects else ())
@@ -235,7 +268,7 @@ class TorchStagingBackend:
 
         def body(k: Any, *vals: Any) -> tuple:
             with _entered(objects, vals[n_vars:]) as outputs:
-                with _defined_before_loop(init_vars, names, origin):
+                with _defined_before_loop(init_vars, names, origin), self._in_loop_body():
                     new = _unset_in(body_fn(get(k), *_restore(vals[:n_vars], init_vars)))
                 outputs.extend(new)
                 return (k + 1,) + new + (objects.read() if objects else ())
@@ -334,6 +367,14 @@ def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin)
             f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
 
 
+def _unsetting(fn: Callable[..., tuple]) -> Callable[..., tuple]:
+    """A handler whose outputs have UNSET for AutoGraph's placeholders."""
+    def run(exc: Any, *vals: Any) -> tuple:
+        return _unset_in(fn(exc, *vals))
+
+    return run
+
+
 def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:
     """`check_branch_outputs`; a variable undefined before the `if` and defined in one branch only is
     `FirstAssignedInBranch`, which an enclosing graph loop first assigning it resolves."""
@@ -381,11 +422,11 @@ def _invariants(options: Mapping[str, Any], names: Sequence[str]) -> dict[int, A
 def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
     """An exception raised by user code while tracing the branches of a graph `if`: say why, at its line.
 
-    Both branches of a graph `if` are traced, so what one of them raises is
-    raised whichever way the condition goes: a RecursionError is a recursion
-    whose base case depends on a graph value; any other exception raised by
-    the user's code (not by torch or this library) becomes StagedBranchError,
-    which a user's `except` meant for the taken branch does not catch.
+    Both branches of a graph `if` are traced. What the user's code raises in one of them is raised when the
+    graph runs and takes that branch (subtraces/raises.py); what reaches here was not staged: a RecursionError
+    is a recursion whose base case depends on a graph value; any other exception raised by the user's code
+    (not by torch or this library) becomes StagedBranchError, which a user's `except` meant for the taken
+    branch does not catch.
     """
     try:
         return trace()
@@ -400,11 +441,15 @@ def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
     except Exception as e:
         if not _raised_by_user_code(e):
             raise
-        raise StagedBranchError(
-            f"{type(e).__name__}: {e} was raised while tracing a branch of the `if` at {origin} "
-            f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced and the "
-            "exception is raised whichever branch runs. Raise on a Python condition, use `assert` for a check "
-            "when the graph runs, or catch the exception inside the branch.") from e
+        raise _traced_branch_error(e, origin) from e
+
+
+def _traced_branch_error(e: BaseException, origin: Origin) -> StagedBranchError:
+    return StagedBranchError(
+        f"{type(e).__name__}: {e} was raised while tracing a branch of the `if` at {origin} "
+        f"(`{origin.source_line}`): its condition is a graph value, so both branches are traced and the "
+        "exception is raised whichever branch runs. Raise on a Python condition, use `assert` for a check "
+        "when the graph runs, or catch the exception inside the branch.")
 
 
 def _raised_by_user_code(e: BaseException) -> bool:

@@ -59,6 +59,7 @@ from .branches import (
     where,
 )
 from .loop_vars import SharedSizes
+from .raises import run_or_raise
 
 
 def _unset_in(branch: Branch, like: Value) -> Any:
@@ -126,8 +127,9 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
         check(never, str(e), origin)
         p = state.to_value(never)
     tb, fb = Branch("true", state), Branch("false", state)
-    t_out = tb.run(true_fn)
-    f_out = fb.run(false_fn)
+    # A branch the user's code raises in ends with a node raising it: its outputs are never read (raises.py).
+    t_out, _ = run_or_raise(tb, true_fn, lambda: UNSET)
+    f_out, _ = run_or_raise(fb, false_fn, lambda: UNSET)
     t_out, f_out = _fill_unset(t_out, f_out), _fill_unset(f_out, t_out)
     t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
     results: list[Any] = []

@@ -95,6 +95,7 @@ from .loop_vars import (
     placeholder_init,
     shape_words,
 )
+from .raises import run_or_raise
 from .retype import retype
 
 
@@ -320,7 +321,14 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     # 3. Trace the condition and the body, each exactly once.
     cb, bb = Branch("cond", state), Branch("body", state)
     pred = cb.run(lambda: cond_fn(*structured(cb)))
-    body_out = bb.run(lambda: tuple(body_fn(*structured(bb))))
+    body_in: list[Any] = []
+
+    def body() -> tuple:
+        body_in[:] = structured(bb)
+        return tuple(body_fn(*body_in))
+
+    # A body the user's code raises in ends with a node raising it, and hands its variables on unchanged.
+    body_out, _ = run_or_raise(bb, body, lambda: tuple(body_in))
     if len(body_out) != len(inits):
         raise TypeError(f"the loop body{where(origin)} returned {len(body_out)} values for {len(inits)} loop "
                         f"variables")

@@ -45,6 +45,16 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
         f"hold the last call's). Return it from the function instead (`loss = step(x)`, then `loss.item()`).")
 
 
+def hidden_value_error(g: Any, why: str) -> InaccessibleTensorError:
+    """A graph tensor this trace no longer has (a value made inside a `try` body, read after the `try`)."""
+    loc = user_location()
+    where = f" at {loc}" if loc else ""
+    code = f" (`{loc.line}`)" if loc and loc.line else ""
+    return InaccessibleTensorError(
+        f"%{g._value.name} cannot be used here{where}{code}: {why}. Assign it in the `try` body to a "
+        f"variable that every `except` clause assigns too, and read that variable after the `try`.")
+
+
 def warn_at_user_line(warning: Warning, loc: Any = None) -> None:
     """Issue `warning` attributed to the user's file and line, so `warnings.filterwarnings(module=...)` can target it."""
     loc = loc if loc is not None else user_location()

@@ -23,7 +23,7 @@ from .guards import ModuleModes, trace_hooks
 from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList
 from .locations import user_location
-from .messages import leaked_tensor_error
+from .messages import hidden_value_error, leaked_tensor_error
 from .meta import MetaEngine, meta_example
 from .numbers import traced
 from .recording import TracingMode
@@ -60,6 +60,7 @@ class TraceState:
         self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
         self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
+        self._hidden: dict[int, tuple[Value, str]] = {}  # values no longer readable here, and why (`hide`)
         self.modules: dict[int, torch.nn.Module] = {}
         # The modules whose forward is running, outermost first, with their paths (on the root; guards.py).
         self.module_stack: list[tuple[torch.nn.Module, str]] = []
@@ -278,9 +279,16 @@ class TraceState:
             state = state.parent
         return False
 
+    def hide(self, value: Value, why: str) -> None:
+        """Refuse `value` from now on, saying `why` (a value a `try` body made, which a handler's path lacks)."""
+        self._defined.discard(id(value))
+        self._hidden[id(value)] = (value, why)
+
     def to_graph_tensor(self, g: Any) -> Any:
         """`g` (a GraphTensor or GraphList) as a value usable in this trace (lifting values of enclosing traces)."""
         if g._trace is self:
+            if self._hidden and id(g._value) in self._hidden:
+                raise hidden_value_error(g, self._hidden[id(g._value)][1])
             return g
         if g._trace is None or not self._owns(g._trace):
             raise leaked_tensor_error(g)

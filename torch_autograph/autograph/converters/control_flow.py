@@ -78,6 +78,7 @@ from typing import Optional
 import gast
 
 from torch_autograph.autograph.converters import state as state_lib
+from torch_autograph.autograph.converters import try_statements
 from torch_autograph.autograph.pyct import activity, anno, liveness, templates, transformer
 
 _Static = anno.Static
@@ -443,6 +444,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         return transformer.copy_location(out, node)
 
 
+    def visit_Try(self, node: gast.Try) -> list:
+        return try_statements.convert(self, node)
+
+
 def _calls(node: gast.AST) -> bool:
     """Whether `node` calls something (which may run a nested def)."""
     return any(type(n) is gast.Call for n in transformer.walk(node))
@@ -454,6 +459,7 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     reaching_definitions.analyze(fn) must have run (the variables converter
     shares it); liveness runs here, on the tree as it is now.
     """
+    try_statements.guard_else(fn, ctx)
     liveness.analyze(fn)
     t = _ControlFlowTransformer(ctx, fn)
     new_body = []

@@ -20,6 +20,7 @@ class Basic(enum.Enum):
     LOOP_OPTIONS = "dict of option name -> expression node, from set_loop_options"
     EXPRESSION_TEMP = "a generated name bound and read inside one expression; analyses ignore it"
     TRUTH_ONLY = "an and/or whose value is read only for its truth (an if/while/assert test)"
+    TRY_SUCCEEDED = "on a try with handlers and else: the name its else tests (True: the body raised nothing)"
 
 
 class Static(enum.Enum):

@@ -93,6 +93,14 @@ class _Liveness:
                 if h.type is not None:
                     h_live |= frozenset(self.act(h.type).read)
                 handlers |= h_live
+            # A staged `try` (converters/control_flow.py) carries what its body or a handler assigns and is
+            # read after them (the `else:`, then the `finally:` and what follows) or by a handler.
+            anno.setanno(s, _Static.LIVE_OUT, orelse)
+            anno.setanno(s, _Static.BODY_LIVE_IN, handlers)
+            guarded = activity.activity_of(s.body + [x for h in s.handlers for x in h.body])
+            anno.setanno(s, _Static.MODIFIED, frozenset(guarded.modified))
+            anno.setanno(s, _Static.MODIFIED_QNS, frozenset(guarded.modified_qns))
+            anno.setanno(s, _Static.ELEMENT_WRITES, frozenset(guarded.element_writes))
             # Any statement of the body may raise, so handler inputs are live throughout.
             return self.block(s.body, orelse | handlers) | handlers
         if isinstance(s, (gast.With, gast.AsyncWith)):

@@ -68,6 +68,7 @@ class _Defs:
                 self.mark(s.test, must)
             return self.block(s.orelse, head, must)
         if isinstance(s, gast.Try):
+            anno.setanno(s, _Static.MAYBE_DEFINED_IN, maybe)
             m_body, _ = self.block(s.body, maybe, must)
             m_all, d_else = self.block(s.orelse, m_body, must)
             d_all = must

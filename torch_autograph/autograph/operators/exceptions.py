@@ -1,0 +1,52 @@
+"""Runtime of a converted `try` statement with `except` handlers.
+
+The statement stays a Python `try`: what the body raises while it runs (a
+KeyError on a dict, in plain Python or while tracing) is caught there, exactly
+as written. Two calls mark it for a backend that records the body as graph ops
+whose failure is known only when the graph runs:
+
+    x, token = ag__.try_begin((x,))       # the state before the body, and a token
+    try:
+        x = torch.linalg.cholesky(a)
+    except torch.linalg.LinAlgError:
+        x = torch.zeros(2, 2)
+    else:
+        def except_body(exc, x):          # the handler again, as a function of the state
+            x = torch.zeros(2, 2)
+            return (x,)
+        x, = ag__.try_end(token, (x,), ('x',), ((lambda: torch.linalg.LinAlgError, except_body, False, False),))
+
+`try_end` runs only when the body raised nothing while it ran; when the body
+recorded graph ops, the backend makes them a run-time handler node (the body and
+each handler as sub-graphs) and returns the state after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from torch_autograph.autograph.operators import dispatch
+
+_registry = dispatch._registry
+
+# One handler: (a thunk giving the exception class or classes it catches, the handler as a function of
+# (exception, *state) returning the state, whether it reads the exception's name, whether it re-raises with
+# a bare `raise`).
+Handler = tuple[Callable[[], Any], Callable[..., tuple], bool, bool]
+
+
+def try_begin(init_vars: tuple) -> tuple:
+    """The state the body starts from, then a token for the `try` (None when no backend records graph ops now)."""
+    b = _registry.backend
+    if b is None or not hasattr(b, "try_begin"):
+        return init_vars + (None,)
+    return b.try_begin(init_vars)
+
+
+def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequence[Handler],
+            has_else: bool = False) -> tuple:
+    """The state after the `try` whose body finished with `out_vars` (no exception while it ran); with
+    `has_else`, followed by whether the body succeeded (True, or a graph bool: False when a handler ran)."""
+    if token is None:
+        return out_vars + (True,) if has_else else out_vars
+    return _registry.backend.try_end(token, out_vars, names, handlers, has_else, dispatch.caller_origin())

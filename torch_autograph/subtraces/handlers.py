@@ -1,0 +1,319 @@
+"""`try`/`except` around graph ops: a `try` node whose handlers run when the body fails as the graph runs.
+
+The body of a converted `try` runs as Python while tracing (operators/exceptions.py): what it raises then
+is caught by the Python `try` as written. When it finishes without raising, the ops it recorded may still
+fail when the graph runs (`torch.linalg.cholesky` of a matrix that is not positive-definite): they are moved
+into the `try` node's first sub-graph, each handler is traced from the state before the body into one more
+sub-graph, and the backend runs them as a Python `try` catching the same exception classes::
+
+    %out: float32[2, 2] = try(%a)  except=(LinAlgError,)   # demo.py:6
+        graph try() { %cholesky = torch.linalg.cholesky(%a) ... return %cholesky }
+        graph except0() { %zeros = torch.zeros(2, 2) ... return %zeros }
+
+Every op of the body may raise, so each is kept (`Effect.RAISES`: never pruned, merged or folded).
+Numbers computed from values defined before the `try` (sizes) stay before it. A value the body makes
+and that is read after the `try` other than through the variables it assigns (one kept in a Python
+object) does not exist when a handler ran: using it is refused at its line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from .. import nest
+from ..graph import Effect, Graph, Node, OpKind, SourceLocation, TryOp, Value, ValueKind, control_op, unique_values
+from ..graph.passes.dead_code import eliminate_dead_code
+from ..tracing import lists
+from ..tracing.context import current
+from ..tracing.lists import GraphList
+from ..tracing.messages import warn_at_user_line
+from ..tracing.symbols import same_dim
+from ..tracing.trace import TraceState
+from .branches import (
+    UNSET,
+    Branch,
+    Leaf,
+    as_tensor_in,
+    describe,
+    leaf_kind,
+    number_to_tensor,
+    quoted,
+    structure_repr,
+    to_value,
+    where,
+)
+from .cond import SCALAR_DTYPES, _fill_unset, _unset_in
+from .raises import run_or_raise
+
+
+class DeadHandlerWarning(UserWarning):
+    """An `except` clause that cannot catch what its `try` body's graph ops raise as the graph runs."""
+
+
+@dataclasses.dataclass
+class TryToken:
+    """Where a `try` body started: the trace, how many nodes its graph had, the state before the body."""
+
+    state: TraceState
+    start: int
+    init_vars: tuple
+    lists: dict  # index -> the items of a Python list among init_vars, before the body
+
+
+def try_begin(init_vars: tuple) -> TryToken | None:
+    state = current()
+    if state is None:
+        return None
+    return TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
+                                                                if type(v) is list})
+
+
+def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
+            has_else: bool, origin: SourceLocation | None) -> tuple:
+    """The state after the `try` (see module docstring); `out_vars` when its body recorded no graph op.
+
+    With `has_else`, the state is followed by whether the body succeeded: True, or a run-time bool that is
+    False when a handler ran (the converted `else:` runs under an `if` on it).
+    """
+    if has_else:
+        out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
+        handlers = [(thunk, _failed(fn), reads, reraises) for thunk, fn, reads, reraises in handlers]
+    state = token.state
+    if current() is not state or len(state.graph.nodes) == token.start:
+        return out_vars
+    catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
+    label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
+    # A Python list the body changed in place: the handlers start from its items before the body.
+    inits = list(token.init_vars)
+    for i, items in token.lists.items():
+        now = inits[i]
+        if len(now) != len(items) or any(x is not y for x, y in zip(now, items)):
+            inits[i] = list(items)
+    label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
+    dead = next((("reads the exception it catches (`as ...`)" if reads else
+                  "re-raises it with a bare `raise`") for _, _, reads, reraises in handlers if reads or reraises), None)
+    if dead is not None:
+        warn_at_user_line(DeadHandlerWarning(
+            f"{label} does not run when the ops of its `try` body fail as the graph runs: it {dead}, which exists "
+            f"only when the graph runs; catch it without reading it. (An exception the body raises while it is "
+            f"traced is still caught.)"), origin)
+        return out_vars
+    # 1. Each handler, traced from the state before the body.
+    branches, outs = [], []
+    for i, (_, fn, _, _) in enumerate(handlers):
+        hb = Branch(f"except{i}", state)
+        before = {id(v): (v, v[:]) for v in (*inits, *out_vars) if type(v) is list}
+        out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *inits)), lambda: UNSET)
+        # A Python list the handler changed in place keeps its items for the body's path; the handler's
+        # path gets a list of its own (both become graph lists where they meet: `_merged_list`).
+        changed = {}
+        for key, (v, items) in before.items():
+            if len(v) != len(items) or any(x is not y for x, y in zip(v, items)):
+                changed[key] = v[:]
+                v[:] = items
+        if changed and out is not UNSET:
+            out = tuple(list(changed[id(o)]) if type(o) is list and id(o) in changed else o for o in out)
+        branches.append(hb)
+        outs.append(out)
+    # 2. One value per state variable for the body and each handler (numbers promoted where one is a tensor).
+    # A variable one path leaves unassigned (UNSET) takes the structure the other gives it (a return slot).
+    for o in outs:
+        if o is not UNSET:
+            out_vars = _fill_unset(out_vars, o)
+    outs = [o if o is UNSET else _fill_unset(o, out_vars) for o in outs]
+    leaves = _flat(out_vars)
+    leaf_names = [n for n, v in zip(names, out_vars) for _ in _flat((v,))] if len(names) == len(out_vars) else []
+    per_handler = [_flat(o) if o is not UNSET else [UNSET] * len(leaves) for o in outs]
+    for o in outs:
+        if o is not UNSET and _signature(o) != _signature(out_vars):
+            raise TypeError(f"the variables after {label} have a different structure than after the `try` body:\n"
+                            f"  try:    {structure_repr(out_vars)}\n  except: {structure_repr(o)}")
+    body_vals: list[Any] = []
+    handler_vals: list[list[Any]] = [[] for _ in handlers]
+    results: list[Any] = []
+    outputs: list[Value] = []
+    for k, a in enumerate(leaves):
+        name = leaf_names[k] if k < len(leaf_names) else f"output {k}"
+        merged = _merge(state, branches, name, a, [h[k] for h in per_handler], label)
+        if merged is None:
+            results.append(a)
+            continue
+        va, vbs, out = merged
+        body_vals.append(va)
+        for hv, vb in zip(handler_vals, vbs):
+            hv.append(vb)
+        outputs.append(out)
+        results.append(state.wrap(out, requires_grad=bool(getattr(a, "requires_grad", False)) or any(
+            getattr(h[k], "requires_grad", False) for h in per_handler)))
+    # 3. The body's ops become the node's first sub-graph.
+    body = _body_graph(state, token.start, body_vals, label)
+    for hb, hv in zip(branches, handler_vals):
+        hb.graph.outputs = hv
+        eliminate_dead_code(hb.graph)
+    graphs = (body,) + tuple(hb.graph for hb in branches)
+    lifted = unique_values([v for g in graphs for v in g.inputs])
+    op = control_op(TryOp(catches), "try", [n for g in graphs for n in g.nodes])
+    state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
+                        subgraphs=graphs))
+    return _packed(out_vars, results)
+
+
+def _flat(state_vars: tuple) -> list:
+    """The leaves of the state: a Python list is one leaf (its length may differ between the paths)."""
+    return [x for v in state_vars for x in ([v] if type(v) is list else nest.flatten(v))]
+
+
+def _signature(state_vars: tuple) -> list:
+    return ["list" if type(v) is list or isinstance(v, GraphList) else nest.structure_signature(v) for v in state_vars]
+
+
+def _packed(state_vars: tuple, leaves: list) -> tuple:
+    out, k = [], 0
+    for v in state_vars:
+        n = 1 if type(v) is list else len(nest.flatten(v))
+        out.append(leaves[k] if type(v) is list else nest.pack_sequence_as(v, leaves[k:k + n]))
+        k += n
+    return tuple(out)
+
+
+def _failed(fn: Any) -> Any:
+    """A handler whose state ends with False (the body did not succeed)."""
+    return lambda exc, *vals: tuple(fn(exc, *vals)) + (False,)
+
+
+def _classes(caught: Any, origin: SourceLocation | None) -> tuple[type, ...]:
+    classes = caught if isinstance(caught, tuple) else (caught,)
+    if not all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
+        raise TypeError(f"the `except`{where(origin)} names {caught!r}, not exception classes")
+    return classes
+
+
+def _names(classes: tuple[type, ...]) -> str:
+    return ", ".join(c.__name__ for c in classes) if len(classes) == 1 else f"({', '.join(c.__name__ for c in classes)})"
+
+
+def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+           label: str) -> tuple[Any, list[Any], Value] | None:
+    """None for a Python value every path shares; else (body value, handler values, merged Value)."""
+    ka, kbs = leaf_kind(a), [leaf_kind(b) for b in bs]
+    python = (Leaf.PYSCALAR, Leaf.OBJECT, Leaf.UNSET)
+    if ka in python and all(kb is Leaf.UNSET or (kb in python and type(b) is type(a) and (b is a or _eq(a, b)))
+                            for b, kb in zip(bs, kbs)):
+        return None
+    if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
+        # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
+        # in place by the body: graph lists on every path, holding each path's items.
+        return _merged_list(state, branches, name, a, bs, label)
+    if ka is Leaf.UNSET or Leaf.OBJECT in (ka, *kbs) or Leaf.LIST in (ka, *kbs):
+        words = [describe(x) if x is not UNSET else "unassigned" for x in (a, *bs)]
+        raise TypeError(f"{quoted(name)} is {words[0]} after the `try` body but {' / '.join(words[1:])} after "
+                        f"{label}, which guards graph ops that fail only when the graph runs: both paths must give "
+                        f"it a tensor or number of the same type.")
+    tensor_in = next((i for i, kb in enumerate(kbs) if kb is Leaf.TENSOR), None)
+    if ka is not Leaf.TENSOR and tensor_in is not None:
+        # A number after the body, a tensor after a handler: the body's number becomes a tensor of its type.
+        like = to_value(branches[tensor_in], bs[tensor_in])
+        va = number_to_tensor(a, like, promoted=True)._value
+    else:
+        va = state.to_value(a)
+    vbs = []
+    for hb, b, kb in zip(branches, bs, kbs):
+        if kb is Leaf.UNSET:
+            vbs.append(_unset_in(hb, _meta(va)))
+        elif isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb is not Leaf.TENSOR:
+            vbs.append(as_tensor_in(hb, b, va))
+        else:
+            vbs.append(to_value(hb, b))
+    metas = [_meta(v) for v in (va, *vbs)]
+    first = metas[0]
+    for m in metas[1:]:
+        if (m.kind, m.dtype, m.device, len(m.shape)) != (first.kind, first.dtype, first.device, len(first.shape)):
+            raise TypeError(f"{quoted(name)} is {first.type_str()} after the `try` body but {m.type_str()} after "
+                            f"{label}: both paths must give it the same type.")
+    return va, vbs, _merged_value(state, name, metas)
+
+
+def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+                 label: str) -> tuple[Any, list[Any], Value]:
+    """A graph list after the body and each handler: one list Value, its elements' type merged."""
+    seen = [x for x in (a, *bs) if type(x) is list]
+    like = next((x for x in seen if x), [])
+    try:
+        if type(a) is list:
+            a = lists.new_list(a, like=like)
+        bs = [hb.record(lambda b=b: lists.new_list(b, like=like)) if type(b) is list else b
+              for hb, b in zip(branches, bs)]
+    except TypeError as e:
+        raise TypeError(f"{quoted(name)} is a list that differs between the `try` body and {label}, which guards "
+                        f"graph ops that fail only when the graph runs: {e}. Only a list of tensors or Python "
+                        f"numbers can; build a new list on each path instead.") from None
+    if not all(b is UNSET or isinstance(b, GraphList) for b in bs) or not isinstance(a, GraphList):
+        words = [describe(x) if x is not UNSET else "unassigned" for x in (a, *bs)]
+        raise TypeError(f"{quoted(name)} is {words[0]} after the `try` body but {' / '.join(words[1:])} after "
+                        f"{label}: both paths must give it a list.")
+    va = state.to_value(a)
+    vbs = [_unset_in(hb, va) if b is UNSET else to_value(hb, b) for hb, b in zip(branches, bs)]
+    dtype, shape, device = va.dtype, va.shape, va.device
+    for vb in vbs:
+        if vb.dtype is not None:
+            like = Value("_", dtype, shape, device, ValueKind.LIST) if dtype is not None else None
+            dtype, shape, device = lists.merge_elements(like, vb, f"{quoted(name)} after {label}")
+    return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an object whose == is not a bool is not the same value
+        return False
+
+
+def _meta(v: Any) -> Value:
+    if isinstance(v, Value):
+        return v
+    return Value("_", SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
+
+
+def _merged_value(state: TraceState, name: str, metas: list[Value]) -> Value:
+    """The try node's output for values of the same type: a dim that differs is a fresh size symbol."""
+    first = metas[0]
+    if first.kind is not ValueKind.TENSOR:
+        return Value(state.fresh_name(name), first.dtype, (), first.device, first.kind)
+    shape = tuple(d if all(same_dim(d, m.shape[i]) for m in metas) else None for i, d in enumerate(first.shape))
+    grad = any(getattr(m.example, "requires_grad", False) for m in metas)
+    example = state.engine.example(shape, first.dtype, first.device, grad)
+    out = Value(state.fresh_name(name), first.dtype, tuple(example.shape), first.device, ValueKind.TENSOR, example)
+    for d, size in enumerate(out.shape):
+        if shape[d] is None:
+            state.symbols.output_dim(size, out, d)
+    return out
+
+
+def _hoistable(node: Node, inside: set[int]) -> bool:
+    """A number computed from values made before the `try` (a size): it cannot fail, and stays before it."""
+    return (not node.subgraphs and node.op.kind is not OpKind.CONTROL and node.op.pure and not node.stateful
+            and all(v.kind is not ValueKind.TENSOR for v in node.outputs)
+            and not any(id(v) in inside for v in node.input_values()))
+
+
+def _body_graph(state: TraceState, start: int, outputs: list[Any], label: str) -> Graph:
+    """The nodes recorded since `start` as the body sub-graph (marked as raising), leaving hoisted ones."""
+    region = state.graph.nodes[start:]
+    kept, moved, inside = [], [], set()
+    for node in region:
+        if _hoistable(node, inside):
+            kept.append(node)
+            continue
+        moved.append(dataclasses.replace(node, op=dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)))
+        inside.update(id(v) for v in node.outputs)
+    state.graph.nodes[start:] = kept
+    g = Graph(state.fresh_name("try"))
+    g.nodes = moved
+    g.outputs = outputs
+    g.inputs = [v for v in unique_values([v for n in moved for v in n.input_values()] + [o for o in outputs if isinstance(o, Value)])
+                if id(v) not in inside]
+    for v in (v for n in moved for v in n.outputs):
+        state.hide(v, f"it is made inside the `try` body of {label}, and does not exist when the handler ran")
+    return g
+

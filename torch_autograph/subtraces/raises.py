@@ -1,0 +1,96 @@
+"""A `raise` on a path the graph chooses when it runs: raised then, with the user's exception type and message.
+
+Both branches of a tensor `if` are traced, and a graph loop's body is traced
+once for all its iterations, so an exception the user's code raises while one
+of them is traced says nothing about the call: it is raised only if the graph
+takes that path. The sub-graph being traced ends with a node that raises a copy
+of the exception when it runs (a `check` node whose condition is False,
+carrying the exception), after the ops the path ran before its `raise`.
+
+What the path "returns" is never read: the node raises before the `if` or the
+loop hands on any value, so its outputs are stand-ins (the other branch's
+Python values pass through, tensors are zeros of their type; a loop body hands
+its variables on unchanged).
+
+Staged: exceptions raised by the user's own code (the innermost frame is the
+user's, or AutoGraph's code generated from it). Not staged, raised while
+tracing as before: the library's errors (`TorchAutographError`, misuse of
+graph values, leaked tensors), errors raised inside torch or this package
+(a shape mismatch found while tracing), `RecursionError`, and the
+`UnboundLocalError` the loop machinery reads to find variables first assigned
+inside a loop.
+"""
+
+from __future__ import annotations
+
+import linecache
+from typing import Any, Callable
+
+from .. import errors, nest
+from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation
+from ..tracing.context import Traced, current
+from ..tracing.lists import GraphList
+from ..tracing.locations import is_library_file
+from ..tracing.symbols import SYMBOLIC
+from .branches import Branch, where
+
+_NOT_STAGED = (errors.TorchAutographError, errors.OperatorNotAllowedInGraphError, errors.InaccessibleTensorError,
+               RecursionError, UnboundLocalError)
+
+
+def run_or_raise(branch: Branch, fn: Callable[[], Any], instead: Callable[[], Any]) -> tuple[Any, bool]:
+    """`branch.run(fn)`; when the user's code raises in it, a node raising that exception ends the branch.
+
+    Returns `(fn's result, False)`, or `(instead(), True)` when the branch raises at run time.
+    """
+    try:
+        return branch.run(fn), False
+    except Exception as e:
+        origin = raised_by_user(e)
+        if origin is None:
+            raise
+        error = _stored(e, origin)
+    branch.record(lambda: record_raise(error, origin))
+    return instead(), True
+
+
+def raised_by_user(e: BaseException) -> SourceLocation | None:
+    """The user's line that raised `e` (mapped from AutoGraph's generated code), if `e` is to be staged."""
+    if isinstance(e, _NOT_STAGED) or not isinstance(e, Exception):
+        return None
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    filename, lineno = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+    state = current()
+    mapped = state.hooks.map_origin(filename, lineno) if state is not None else None
+    if mapped is not None:
+        return mapped
+    if is_library_file(filename):
+        return None
+    return SourceLocation(filename, lineno, tb.tb_frame.f_code.co_name, linecache.getline(filename, lineno).strip())
+
+
+def record_raise(error: BaseException, origin: SourceLocation | None) -> None:
+    """Record, in the current trace, a node raising `error` when the graph runs it."""
+    state = current()
+    text = f"{type(error).__name__}: {error}"
+    check = CheckOp(f"{text}\n  at {origin}", label=f"raise {type(error).__name__}", error=error)
+    state.add_node(Node(Op(OpKind.CONTROL, check, "raise", effects=Effect.RAISES), (False,), {}, (), origin=origin))
+
+
+def _stored(e: Exception, origin: SourceLocation) -> Exception:
+    """`e` as the graph keeps it: without the trace's frames, and refused if it holds a graph value."""
+    held = [x for x in nest.flatten(list(e.args)) if isinstance(x, (Traced, GraphList)) or isinstance(x, SYMBOLIC)]
+    if held or "GraphTensor(" in str(e):
+        what = f"holds the graph value {held[0]!r}" if held else f"formats a graph tensor ({e})"
+        raise errors.StagedBranchError(
+            f"the {type(e).__name__} raised{where(origin)} is raised only when the graph runs and takes that path "
+            f"(its condition is a graph value), but its message {what}, which has no value until then. Build the "
+            f"message from Python values only (print the tensor with ta.print before the raise), or use `assert` "
+            f"on the tensor.") from None
+    e.__traceback__ = None
+    e.__context__ = None
+    return e
