@@ -96,6 +96,8 @@ def trace_type(obj: Any) -> Any:
     if isinstance(obj, _LITERAL_TYPES):
         return Literal(obj)
     kids = nest.children(obj)
+    if kids is None and nest.unregistered_holder(obj):
+        raise TypeError(nest.unregistered_message(obj, "an argument"))
     if kids is not None:
         kind = type(obj) if not isinstance(obj, dict) else dict
         return Structure(kind, tuple(k for k, _ in kids), tuple(trace_type(c) for _, c in kids))

@@ -61,5 +61,5 @@ def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b
 
 
 # torch's cell -> the function its shape inference runs instead.
-SHAPE_INFERENCE = {torch.lstm_cell: lstm_cell, torch.gru_cell: gru_cell, torch.rnn_tanh_cell: rnn_tanh_cell,
+META_FUNCTIONS = {torch.lstm_cell: lstm_cell, torch.gru_cell: gru_cell, torch.rnn_tanh_cell: rnn_tanh_cell,
                    torch.rnn_relu_cell: rnn_relu_cell}
