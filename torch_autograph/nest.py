@@ -52,6 +52,11 @@ def _plain_key(entry: Any) -> Any:
 
 def children(obj: Any) -> list[tuple[Any, Any]] | None:
     """[(key, child)] of a structure one level down (a mapping's keys sorted), or None for a leaf."""
+    t = type(obj)
+    if t is tuple or t is list:  # what pytree's own nodes for them give, without the registry walk (per call)
+        return list(enumerate(obj))
+    if t is dict:
+        return [(k, obj[k]) for k in sorted_keys(obj)]
     node = _node(obj)
     if node is None:
         return None
@@ -67,6 +72,11 @@ def children(obj: Any) -> list[tuple[Any, Any]] | None:
 
 def rebuild(obj: Any, new_children: dict) -> Any:
     """A structure like `obj` whose children are `new_children[key]` (keys as `children` gives them)."""
+    t = type(obj)
+    if t is tuple or t is list:
+        return t(new_children[i] for i in range(len(obj)))
+    if t is dict:
+        return {k: new_children[k] for k in obj}
     node = _node(obj)
     if node is None:
         raise TypeError(f"not a structure: {type(obj).__name__}")

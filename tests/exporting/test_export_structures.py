@@ -106,3 +106,16 @@ def test_a_function_changing_python_objects_is_refused_unless_flat():
         pytest.skip("the trace records no effect on Python objects here")
     with pytest.raises(GraphLoweringError, match="changes Python objects"):
         cf.export()
+
+
+def test_a_model_output_a_library_registers_with_pytree():
+    outputs = pytest.importorskip("transformers.modeling_outputs")
+
+    def fn(x):
+        return outputs.BaseModelOutput(last_hidden_state=x * 2, hidden_states=None, attentions=(x.sum(),))
+
+    ep = ta.function(fn, input_signature=[ROWS], autograph=False).get_concrete_function().export()
+    x = torch.randn(4, 3)
+    got, want = ep.module()(x), fn(x)
+    assert type(got) is type(want) and list(got.keys()) == list(want.keys())
+    assert_same(got, want)
