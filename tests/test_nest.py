@@ -110,3 +110,27 @@ def test_a_tensor_array_is_a_pytree_node():
     leaves, spec = pytree.tree_flatten(arr)
     assert len(leaves) == 2
     torch.testing.assert_close(pytree.tree_unflatten(leaves, spec).stack(), arr.stack())
+
+
+class Scaled:
+    """A container registered with pytree whose context (its mode) is not a child."""
+
+    def __init__(self, t, mode):
+        self.t, self.mode = t, mode
+
+
+pytree.register_pytree_node(Scaled, lambda s: ([s.t], s.mode), lambda kids, mode: Scaled(kids[0], mode))
+
+
+def test_a_registered_containers_context_is_part_of_the_trace_type():
+    def fn(s):
+        return s.t * 2 if s.mode == "double" else s.t
+
+    f = ta.function(fn, autograph=False)
+    x = torch.randn(3)
+    torch.testing.assert_close(f(Scaled(x, "double")), x * 2)
+    torch.testing.assert_close(f(Scaled(x, "same")), x)  # another context: another trace, not the first one's
+    assert f.experimental_get_tracing_count() == 2
+    cf = f.get_concrete_function(Scaled(x, "double"))
+    with pytest.raises(TypeError, match="structure"):
+        cf(Scaled(x, "same"))

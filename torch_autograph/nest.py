@@ -88,6 +88,32 @@ def rebuild(obj: Any, new_children: dict) -> Any:
     return node.unflatten_fn([new_children[k] for k in keys], context)
 
 
+def context_key(obj: Any) -> Any:
+    """A hashable form of the pytree context of `obj`'s node (what is not a child: a namedtuple's class, a
+    registered container's fixed fields), None for tuples, lists, dicts and leaves. Two values whose contexts
+    differ are different structures, as two differently keyed dicts are."""
+    t = type(obj)
+    if t is tuple or t is list or t is dict:
+        return None
+    node = _node(obj)
+    if node is None:
+        return None
+    context = node.flatten_fn(obj)[1]
+    return None if context is t else _hashable(context)  # a namedtuple's context is its class: its kind
+
+
+def _hashable(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        if isinstance(x, (list, tuple)):
+            return tuple(_hashable(i) for i in x)
+        if isinstance(x, dict):
+            return tuple((k, _hashable(v)) for k, v in x.items())
+        return ("unhashable", id(x))  # compared by identity: a context it cannot compare is never taken as equal
+
+
 def structure_signature(obj: Any) -> Any:
     """A hashable description of `obj`'s nesting, equal iff the structures match up to dict key order."""
     return _canonical(pytree.tree_structure(obj))
