@@ -120,7 +120,7 @@ def export_latency(settings: Settings) -> list[Row]:
 def runners(cf: ta.ConcreteFunction, flat: list[torch.Tensor], workdir: str) -> dict[str, object]:
     """The loaded program, the AOTI package and an ONNX Runtime session of `cf`, each checked on `flat`."""
     out: dict[str, object] = {}
-    program = cf.export(*flat)
+    program = cf.export(*flat, flat=True)  # the flat convention C++ (the AOTI loader's run) and ONNX use
     path = os.path.join(workdir, f"{cf.name}.pt2")
     torch.export.save(program, path)
     loaded = torch.export.load(path).module()

@@ -69,7 +69,7 @@ def export(f: Any, path: str | os.PathLike | None = None, *example_args: Any, ve
         warnings.warn(f"ta.onnx.export({cf.name}): ONNX has no operator that raises, so the graph's {len(checks)} "
                       f"run-time check(s) (asserts at {lines or 'unknown lines'}) are not in the ONNX model",
                       UserWarning, stacklevel=2)
-    program = cf.export(*flat) if flat else cf.export()
+    program = cf.export(*flat, flat=True) if flat else cf.export(flat=True)  # ONNX: flat inputs and outputs
     # An ExportedProgram carries its dynamic dims: torch.onnx keeps them as symbolic ONNX dims.
     with _local_functions_at_version_1():
         onnx_program = torch.onnx.export(program, tuple(flat), dynamo=True, verbose=False)

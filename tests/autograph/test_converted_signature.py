@@ -33,3 +33,29 @@ def test_a_decorator_that_reads_co_varnames_works_on_the_converted_function():
         return wrapper
 
     assert defaults_from_names(convert(_f))(1, c=3) == defaults_from_names(_f)(1, c=3) == 18
+
+
+def test_converted_function_wraps_the_original():
+    g = convert(_f)
+    assert g.__wrapped__ is _f and inspect.unwrap(g) is _f
+    assert inspect.signature(g, follow_wrapped=False) == inspect.signature(_f)
+
+
+def test_a_converted_closure_dies_with_its_function():
+    import gc
+    import weakref
+
+    def make():
+        big = [1.0]
+
+        def h(x):
+            return x + big[0]
+        return h
+
+    h = make()
+    g = convert(h)
+    assert g(1.0) == h(1.0) == 2.0 and g.__wrapped__ is h
+    ref = weakref.ref(h)
+    del h, g
+    gc.collect()
+    assert ref() is None  # the conversion cache does not keep the original (nor its closure) alive

@@ -7,6 +7,7 @@ import logging
 import weakref
 
 import numpy as np
+import pytest
 import torch
 
 import torch_autograph as ta
@@ -188,6 +189,23 @@ Pair = collections.namedtuple("Pair", "first second")
 class Box:
     value: torch.Tensor
     tag: str
+
+
+torch.utils._pytree.register_dataclass(Box)  # a structure, as torch.export needs it (its tag: pytree context)
+
+
+@dataclasses.dataclass
+class Unregistered:
+    value: torch.Tensor
+
+
+def test_a_dataclass_pytree_does_not_know_is_refused_with_the_fix():
+    f = ta.function(lambda b: b.value * 2, autograph=False)
+    with pytest.raises(TypeError, match=r"Unregistered, a dataclass holding tensors .*register_dataclass\(Unregistered\)"):
+        f(Unregistered(X))
+    g = ta.function(lambda x: Unregistered(x * 2), autograph=False)
+    with pytest.raises(TypeError, match=r"result is a Unregistered.*register_dataclass"):
+        g(X)
 
 
 def test_outputs_keep_structure_scalars_become_tensors_none_stays_none():

@@ -269,3 +269,23 @@ def test_a_loaded_model_prints_its_functions_and_signatures(tmp_path):
     ta.saved_model.save(add, str(tmp_path / "f"))
     text = repr(ta.saved_model.load(str(tmp_path / "f")))
     assert "  __call__(x: float32[2])" in text and "  __call__(x: int64[3])" in text
+
+
+def test_a_loaded_function_returns_the_functions_structures(tmp_path):
+    import collections
+
+    Pair = collections.namedtuple("Pair", "low high")
+
+    def split(x):
+        return {"pair": Pair(x.clamp(max=0), x.clamp(min=0)), "rest": [x.sum(0), None]}
+
+    f = ta.function(split, input_signature=[ROWS])
+    ta.saved_model.save(f, tmp_path)
+    loaded = ta.saved_model.load(tmp_path)
+    x = torch.randn(4, 3)
+    got, want = loaded(x), split(x)
+    assert list(got) == ["pair", "rest"] and type(got["pair"]).__name__ == "Pair"
+    assert got["pair"]._fields == ("low", "high") and got["rest"][1] is None
+    torch.testing.assert_close(got["pair"].low, want["pair"].low)
+    torch.testing.assert_close(got["pair"].high, want["pair"].high)
+    torch.testing.assert_close(got["rest"][0], want["rest"][0])

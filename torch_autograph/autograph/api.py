@@ -13,7 +13,6 @@ import inspect
 import sys
 import types
 import warnings
-import weakref
 from typing import Any, Callable, Optional
 
 from torch_autograph import errors
@@ -49,18 +48,24 @@ class ConversionCache:
     A template (the expensive part) is shared by every function object with
     the same code, for as long as the program runs (one per function in the
     source). A converted function is the template bound to one function's
-    closure and globals; it is kept while that function object lives (held
-    weakly: dropping a closure frees what it captured) and validated by
+    closure and globals; it is kept on that function object, so it lives as
+    long as that function (dropping a closure frees what it captured), and validated by
     identity of code, closure, globals and defaults, which may be reassigned.
     """
 
     def __init__(self) -> None:
         self.templates: dict[types.CodeType, Any] = {}
-        self.instances: "weakref.WeakKeyDictionary[types.FunctionType, tuple]" = weakref.WeakKeyDictionary()
+        # A function's converted version is kept on the function itself (`_CONVERTED`): the converted
+        # function's `__wrapped__` is the original, so a table keyed weakly on the original would keep it
+        # alive; the two refer to each other and die together. `clear` makes every such entry stale.
+        self.generation = 0
 
     def clear(self) -> None:
         self.templates.clear()
-        self.instances.clear()
+        self.generation += 1
+
+
+_CONVERTED = "__ta_converted__"
 
 
 _cache = ConversionCache()
@@ -121,9 +126,9 @@ def _template(fn: types.FunctionType, strict: bool) -> Optional[conversion.Conve
 
 def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.FunctionType:
     """The converted version of `fn`, or `fn` itself if it is not to be converted."""
-    entry = _cache.instances.get(fn)
+    entry = fn.__dict__.get(_CONVERTED)
     if (entry is not None and entry[0] is fn.__code__ and entry[1] is fn.__closure__
-            and entry[2] is fn.__globals__ and entry[3] is fn.__defaults__):
+            and entry[2] is fn.__globals__ and entry[3] is fn.__defaults__ and entry[5] == _cache.generation):
         return entry[4]
     converted = fn
     if _convertible(fn):
@@ -133,7 +138,8 @@ def _converted_function(fn: types.FunctionType, strict: bool = False) -> types.F
     elif (getattr(fn, "__wrapped__", None) is not None and _is_library(fn)
           and not getattr(fn, _DO_NOT_CONVERT, False)):
         converted = _through_decorator(fn, strict)
-    _cache.instances[fn] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__, converted)
+    fn.__dict__[_CONVERTED] = (fn.__code__, fn.__closure__, fn.__globals__, fn.__defaults__, converted,
+                               _cache.generation)
     return converted
 
 

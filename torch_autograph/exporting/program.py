@@ -8,14 +8,16 @@ mutated buffers. The signature's None dims are `torch.export.Dim`s, one per
 size symbol (`u0` of `x.size(0)`): two inputs sharing a symbol share the Dim.
 
 The program takes the graph's flat tensor inputs and returns its flat tensor
-outputs (run-time Python numbers as 0-d tensors; constants are left out).
+outputs (run-time Python numbers as 0-d tensors; constants are left out),
+unless an `interface` gives it another calling convention (the function's own
+argument and result structures: function/export_structured.py).
 """
 
 from __future__ import annotations
 
 import re
 import traceback
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -189,8 +191,13 @@ def dynamic_shapes(graph: Graph) -> tuple | None:
 
 
 def export_graph(graph: Graph, example: Sequence[torch.Tensor] | None = None, strict: bool = False,
-                 captures_as_inputs: bool = False, autocast: tuple | None = None) -> torch.export.ExportedProgram:
+                 captures_as_inputs: bool = False, autocast: tuple | None = None,
+                 interface: Callable[[torch.nn.Module, list, tuple | None], tuple] | None = None
+                 ) -> torch.export.ExportedProgram:
     """`torch.export.export` of `graph` (see the module docstring; `captures_as_inputs`: see `exportable_module`).
+
+    `interface(module, flat example inputs, flat dynamic shapes)` may give the program another calling
+    convention: it returns the module to export, its example args and kwargs, and their dynamic shapes.
 
     Raises:
         GraphLoweringError: a node that cannot be exported, or torch.export failing on the code of one (named
@@ -204,11 +211,14 @@ def export_graph(graph: Graph, example: Sequence[torch.Tensor] | None = None, st
     module = exportable_module(graph, captures_as_inputs, autocast)
     args = tuple(example) if example is not None else tuple(example_inputs(graph))
     dims = dynamic_shapes(graph)
+    kwargs: dict = {}
     if captures_as_inputs:
         args += tuple(t.detach() for _, t in graph.captures)
         dims = None if dims is None else dims + (None,) * len(graph.captures)
+    if interface is not None:
+        module, args, kwargs, dims = interface(module, list(args), dims)
     try:
-        return torch.export.export(module, args, dynamic_shapes=dims, strict=strict)
+        return torch.export.export(module, args, kwargs or None, dynamic_shapes=dims, strict=strict)
     except GraphLoweringError:
         raise
     except Exception as e:  # torch's own error: say which user line's code it came from

@@ -30,7 +30,8 @@ def collect_inputs(t: Any, value: Any, path: str, out: list, fn_name: str) -> No
     elif isinstance(t, Structure):
         kids = nest.children(value)
         keys = tuple(k for k, _ in kids) if kids is not None else None
-        if kids is None or keys != t.keys or (type(value) if not isinstance(value, dict) else dict) != t.kind:
+        if kids is None or keys != t.keys or (type(value) if not isinstance(value, dict) else dict) != t.kind or (
+                t.context is not None and nest.context_key(value) != t.context):
             raise TypeError(f"{fn_name}: argument {path} must have the structure {t!r}, got {short_repr(value)}")
         for (k, child), ct in zip(kids, t.items):
             collect_inputs(ct, child, f"{path}[{k!r}]", out, fn_name)
@@ -137,7 +138,7 @@ def resolve_device(t: Any) -> Any:
     if isinstance(t, TensorSpec) and t.device is None:
         return TensorSpec(t.shape, t.dtype, t.name, torch.get_default_device())
     if isinstance(t, Structure):
-        return Structure(t.kind, t.keys, tuple(resolve_device(i) for i in t.items))
+        return Structure(t.kind, t.keys, tuple(resolve_device(i) for i in t.items), t.context)
     return t
 
 
@@ -171,7 +172,8 @@ def check_against_spec(spec: Any, value: Any, name: str, fn_name: str, signature
                         f"{spec!r}, received {short_repr(value)}")
     items = tuple(check_against_spec(s, v, f"{name}[{k!r}]", fn_name, signature)
                   for (k, s), (_, v) in zip(kids_spec, kids_val))
-    return Structure(dict if isinstance(spec, dict) else type(spec), tuple(k for k, _ in kids_spec), items)
+    return Structure(dict if isinstance(spec, dict) else type(spec), tuple(k for k, _ in kids_spec), items,
+                     nest.context_key(spec))
 
 
 def describe_value(value: Any) -> str:

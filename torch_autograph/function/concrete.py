@@ -78,7 +78,7 @@ class ConcreteFunction:
         single = isinstance(result, GraphTensor) or result is None
         # The traced structure itself is the template: a structure with None for its leaves is not always the
         # same structure (a transformers ModelOutput drops the keys whose value is None).
-        self._pack = None if single else functools.partial(nest.pack_sequence_as, result)
+        self._pack = None if single else functools.partial(nest.pack_sequence_as, nest.flatten_spec(result)[1])
         self._n_results = n_results  # with effects: the graph's outputs before the effect values
 
     # ----- calling ------------------------------------------------------------------
@@ -237,14 +237,18 @@ class ConcreteFunction:
         return to_fx(self.graph)
 
     @user_facing
-    def export(self, *example_args: Any, strict: bool = False, **example_kwargs: Any) -> Any:
+    def export(self, *example_args: Any, strict: bool = False, flat: bool = False, **example_kwargs: Any) -> Any:
         """The graph as a `torch.export.ExportedProgram`: `cond` as `torch.cond`, loops as `torch.while_loop`,
         asserts as `torch._assert_async`, captured tensors as parameters and buffers (updated ones mutated),
         the signature's None dims as `torch.export.Dim`s.
 
-        The program takes the flat tensor inputs (the tensors of the arguments, in order) and returns a tuple of
-        the tensor outputs (run-time Python numbers as 0-d tensors; Python constants among the outputs are left
-        out). `example_args` are optional: by default zeros of the signature's shapes are traced.
+        The program takes and returns the function's own structures, as `torch.export` of the function would:
+        `ep.module()(x)` returns what `f(x)` returns (a tensor, a tuple, a dict, a namedtuple...; run-time
+        Python numbers as 0-d tensors, Python constants as they were traced). Its inputs are the arguments
+        that hold tensors; those traced as Python values are fixed to the traced values. With `flat=True` it
+        takes the flat tensor inputs (the tensors of the arguments, in order) and returns a tuple of the
+        tensor outputs (constants left out), as ONNX needs. `example_args` are optional: by default zeros of
+        the signature's shapes are traced.
 
         Raises:
             GraphLoweringError: what an exported program cannot hold (`ta.py_function`, `ta.print`, autograd
@@ -252,11 +256,14 @@ class ConcreteFunction:
                 user's line; or torch.export failing on the code of one line.
         """
         from ..exporting.program import export_graph
+        from .export_structured import structured_interface
 
-        example = None
+        example = bound = None
         if example_args or example_kwargs:
-            example = self.flat_inputs(bind_arguments(self._signature, example_args, example_kwargs, self.name))
-        return export_graph(self.graph, example, strict=strict, autocast=self.autocast)
+            bound = bind_arguments(self._signature, example_args, example_kwargs, self.name)
+            example = self.flat_inputs(bound)
+        interface = None if flat else structured_interface(self, bound)
+        return export_graph(self.graph, example, strict=strict, autocast=self.autocast, interface=interface)
 
     # ----- inspection ---------------------------------------------------------------
     @property

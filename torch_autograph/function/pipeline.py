@@ -305,6 +305,8 @@ def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
             return torch.tensor(x)
         if isinstance(x, (bool, int, float)) or isinstance(x, SYMBOLIC):
             return torch.tensor(x)  # recorded by the tracing mode: Python scalars come back as tensors
+        if nest.unregistered_holder(x):
+            raise TypeError(nest.unregistered_message(x, "the function's result"))
         return x
 
     result = nest.map_structure(leaf, result)

@@ -72,6 +72,7 @@ class Structure:
     kind: Any  # list, tuple, dict, or the namedtuple / dataclass type
     keys: tuple
     items: tuple
+    context: Any = None  # the pytree context of other kinds (nest.context_key): part of the structure
 
     def __repr__(self) -> str:
         if self.kind is dict:
@@ -96,9 +97,12 @@ def trace_type(obj: Any) -> Any:
     if isinstance(obj, _LITERAL_TYPES):
         return Literal(obj)
     kids = nest.children(obj)
+    if kids is None and nest.unregistered_holder(obj):
+        raise TypeError(nest.unregistered_message(obj, "an argument"))
     if kids is not None:
         kind = type(obj) if not isinstance(obj, dict) else dict
-        return Structure(kind, tuple(k for k, _ in kids), tuple(trace_type(c) for _, c in kids))
+        return Structure(kind, tuple(k for k, _ in kids), tuple(trace_type(c) for _, c in kids),
+                         nest.context_key(obj))
     try:
         hash(obj)
     except TypeError:
@@ -116,7 +120,7 @@ def is_subtype(a: Any, b: Any) -> bool:
             return True
         return a.shape is not None and fits(a.shape, b.shape)
     if isinstance(a, Structure) and isinstance(b, Structure):
-        return (a.kind == b.kind and a.keys == b.keys and len(a.items) == len(b.items)
+        return (a.kind == b.kind and a.keys == b.keys and a.context == b.context and len(a.items) == len(b.items)
                 and all(is_subtype(x, y) for x, y in zip(a.items, b.items)))
     return a == b
 
@@ -130,10 +134,10 @@ def common_supertype(a: Any, b: Any) -> Any | None:
             return None  # a graph needs the rank: one trace per rank
         return type(a)(merge_dims(a.shape, b.shape), a.dtype, a.name, a.device)
     if isinstance(a, Structure) and isinstance(b, Structure):
-        if a.kind != b.kind or a.keys != b.keys:
+        if a.kind != b.kind or a.keys != b.keys or a.context != b.context:
             return None
         items = [common_supertype(x, y) for x, y in zip(a.items, b.items)]
-        return None if any(i is None for i in items) else Structure(a.kind, a.keys, tuple(items))
+        return None if any(i is None for i in items) else Structure(a.kind, a.keys, tuple(items), a.context)
     return a if a == b else None
 
 

@@ -181,7 +181,7 @@ def _save_concrete(cf: ConcreteFunction, attr: str, k: int, export_dir: Any, nam
 
         os.makedirs(os.path.join(export_dir, "aoti"), exist_ok=True)
         entry["aoti"] = os.path.join("aoti", f"{stem}.pt2")
-        aoti_compile_and_package(cf.export(), package_path=os.path.join(export_dir, entry["aoti"]))
+        aoti_compile_and_package(cf.export(flat=True), package_path=os.path.join(export_dir, entry["aoti"]))
     return entry
 
 

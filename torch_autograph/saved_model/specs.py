@@ -14,6 +14,7 @@ Nothing in this form needs the function's source to be read back.
 
 from __future__ import annotations
 
+import collections
 import inspect
 from typing import Any
 
@@ -74,10 +75,17 @@ def encode_outputs(result: Any, outputs: list[Any], single: bool) -> dict:
 
 
 def _template(x: Any) -> Any:
-    if isinstance(x, dict):
+    """The result's structure as JSON; a namedtuple keeps its name and fields (loaded as a namedtuple of those)."""
+    t = type(x)
+    if t is dict:
         return {"dict": [[k, _template(v)] for k, v in x.items()]}
-    if isinstance(x, (list, tuple)):
-        return {"list" if isinstance(x, list) else "tuple": [_template(v) for v in x]}
+    if t in (list, tuple):
+        return {"list" if t is list else "tuple": [_template(v) for v in x]}
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return {"namedtuple": t.__name__, "fields": list(t._fields), "tuple": [_template(v) for v in x]}
+    if nest.is_structure(x):
+        raise UnsavableError(f"the function returns a {t.__qualname__}, a structure a saved model cannot rebuild "
+                             f"without its source: return a tuple, list, dict or namedtuple of tensors")
     return {"leaf": None}
 
 
@@ -156,4 +164,6 @@ def _structure(t: Any) -> Any:
     if "dict" in t:
         return {k: _structure(v) for k, v in t["dict"]}
     items = [_structure(v) for v in t.get("list", t.get("tuple"))]
+    if "namedtuple" in t:
+        return collections.namedtuple(t["namedtuple"], t["fields"])(*items)
     return items if "list" in t else tuple(items)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import torch
+import torch.utils._pytree as pytree
 
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..graph import Effect, Op, OpKind
@@ -114,13 +115,6 @@ class TensorArray:
             if size is None and not self._dynamic:
                 raise ValueError("TensorArray needs a size unless dynamic_size=True")
             self._items = _call(ta_new, (0 if size is None else size,), _list_meta(self))
-
-    # ----- structure: lets a TensorArray be a loop variable ---------------------------------
-    def __ta_children__(self) -> list[tuple[str, Any]]:
-        return [("items", self._items)]
-
-    def __ta_rebuild__(self, children: dict) -> "TensorArray":
-        return self._with(children["items"])
 
     def _with(self, items: Any) -> "TensorArray":
         new = TensorArray(self._dtype, dynamic_size=self._dynamic, clear_after_read=self._clear_after_read,
@@ -230,6 +224,31 @@ class TensorArray:
 
     def __repr__(self) -> str:
         return f"<ta.TensorArray {self._name} dtype={self._dtype} element_shape={self._element_shape}>"
+
+
+class _Template:
+    """A TensorArray's pytree context: the array its unflattened copies are made like. Every array is the same
+    structure (one child, its items), whatever its element shape learnt so far: a loop body's array matches the
+    one before the loop."""
+
+    def __init__(self, arr: TensorArray) -> None:
+        self.arr = arr
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Template)
+
+    def __hash__(self) -> int:
+        return hash(_Template)
+
+    def __repr__(self) -> str:
+        return "TensorArray"
+
+
+# A TensorArray is a structure of its items (a loop variable, a branch output), as torch's pytree sees it.
+pytree.register_pytree_node(
+    TensorArray, lambda arr: ([arr._items], _Template(arr)), lambda items, t: t.arr._with(items[0]),
+    flatten_with_keys_fn=lambda arr: ([(pytree.GetAttrKey("items"), arr._items)], _Template(arr)),
+    serialized_type_name="torch_autograph.TensorArray")
 
 
 def _at_user() -> str:

@@ -262,12 +262,11 @@ def _fill_unset(out: Any, other: Any) -> Any:
 
 def _matching_leaves(t_out: Any, f_out: Any, names: Sequence[str] | None,
                      origin: SourceLocation | None) -> tuple[list, list]:
-    same = nest.structure_signature(t_out) == nest.structure_signature(f_out)
-    if not same:
+    if not nest.same_structure(t_out, f_out):
         label = quoted(names[0]) if names and len(names) == 1 else "the outputs"
         raise TypeError(f"{label} must have the same nested structure in the main and else branches of the "
                         f"`if`{where(origin)}:\n  main: {structure_repr(t_out)}\n  else: {structure_repr(f_out)}")
-    return nest.flatten(t_out), nest.flatten(f_out)
+    return nest.flatten(t_out), nest.leaves_like(t_out, f_out)  # dicts may list their keys in another order
 
 
 def _leaf_name(names: Sequence[str] | None, out: Any, i: int) -> str:

@@ -214,7 +214,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
                                 f"the "
                                 f"loop{where(origin)}:\n  before: {structure_repr(top)}\n  after:  "
                                 f"{structure_repr(o)}")
-            result.extend(nest.flatten(o))
+            result.extend(nest.leaves_like(tops[i], o))  # a dict may list its keys in another order
         return tuple(result)
 
     leaf_invariants = {k: invariants[i] for k, i in enumerate(leaf_top) if i in invariants and len(chunks[i]) == 1}

@@ -16,6 +16,7 @@ import torch
 
 from ..graph import Effect, Op, OpKind, Value
 from .meta import TensorMeta, like_example
+from .rnn_cells import META_FUNCTIONS
 from .traits import traits_of
 
 # ----- classification of torch callables ------------------------------------------------
@@ -134,8 +135,8 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
         result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(name, func), own_name=name), func,
                   False)
     else:
-        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func, name), func,
-                  False)
+        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func, name),
+                  META_FUNCTIONS.get(func, func), False)
     if len(_classify_cache) < _CLASSIFY_CACHE_SIZE:
         try:
             _classify_cache[func] = result

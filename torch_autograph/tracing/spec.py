@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -43,7 +43,6 @@ class TensorSpec:
     Example: `ta.TensorSpec([None, 4], torch.float32)` accepts any batch of 4-vectors.
     """
 
-    _nest_leaf: ClassVar[bool] = True  # a leaf for `nest`, not a structure of its fields
 
     shape: tuple[int | None, ...] | None
     dtype: torch.dtype = torch.float32

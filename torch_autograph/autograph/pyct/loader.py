@@ -151,7 +151,8 @@ def rebind(template: types.FunctionType, original: types.FunctionType,
     fn.__module__ = original.__module__
     fn.__doc__ = original.__doc__
     fn.__annotations__ = dict(getattr(original, "__annotations__", {}) or {})
+    fn.__dict__.update((k, v) for k, v in original.__dict__.items() if not k.startswith("__ta_"))
     # Decorators that introspect read the original's parameters: the converted code object's (co_varnames,
-    # co_argcount) are the same by construction. No `__wrapped__`: the conversion cache is keyed weakly on the
-    # original and holds the converted function, which would then keep the original (and its closure) alive.
+    # co_argcount) are the same by construction, and `__wrapped__` (inspect.unwrap) is the original.
+    fn.__wrapped__ = original
     return fn
