@@ -3,7 +3,8 @@
 H1 LlamaForCausalLM (random config: width 128, 4 layers, 4 heads, vocab 512), batch 2 x 32 tokens, the second row
    left-padded: forward with the attention mask, logits compared with eager
 H2 the same model, greedy decoding of 32 new tokens written by hand: the prompt fills a `DynamicCache`, then each
-   step runs the model on one token against the cache, with a tensor EOS `break` (`if done.all(): break`); the EOS
+   step runs the model on one token against the cache, with a tensor EOS `break` (`if done.all(): break`:
+   examples/hf_decode.py's loop); the EOS
    token is one the model never emits here, so every candidate runs all 32 steps. Tokens compared exactly
 
 Candidates as in bench_models (eager baseline, torch.compile, ta.function default / jit / "auto"), interleaved,
@@ -12,12 +13,13 @@ per-call medians, ratios vs eager from the same rounds. Skipped without transfor
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from typing import Callable
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples")]
+import hf_decode  # noqa: E402
 import torch  # noqa: E402
 from bench_models import Workload, run_workload  # noqa: E402
 from harness import Row, Settings, main_for  # noqa: E402
@@ -52,25 +54,7 @@ def _forward() -> tuple[Callable, tuple]:
 
 def _decode() -> tuple[Callable, tuple]:
     model, transformers = _model()
-    # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
-    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-    def greedy(ids, mask, eos):
-        cache = transformers.DynamicCache(config=model.config)
-        out = model(input_ids=ids, attention_mask=mask, **{kw: cache}, use_cache=True)
-        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-        toks = torch.cat([ids, nxt], 1)
-        done = nxt == eos
-        for _ in range(NEW_TOKENS - 1):
-            mask = torch.cat([mask, torch.ones_like(nxt)], 1)
-            out = model(input_ids=nxt, attention_mask=mask, **{kw: cache}, use_cache=True)
-            nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
-            toks = torch.cat([toks, nxt], 1)
-            done = done | (nxt == eos)
-            if done.all():
-                break
-        return toks
-
+    greedy = hf_decode.decoder(model, transformers.DynamicCache, NEW_TOKENS)  # the example's loop
     ids, mask = _inputs(batch=1, length=8)
     return greedy, (ids, mask, torch.tensor(-1))
 

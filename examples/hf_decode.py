@@ -36,7 +36,7 @@ def make_model():
     return transformers.LlamaForCausalLM(config).eval(), transformers.DynamicCache
 
 
-def decoder(model, DynamicCache):
+def decoder(model, DynamicCache, new_tokens: int = NEW_TOKENS):
     # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
     kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
@@ -46,7 +46,7 @@ def decoder(model, DynamicCache):
         nxt = out.logits[:, -1].argmax(-1, keepdim=True)
         toks = torch.cat([ids, nxt], 1)
         done = nxt == eos
-        for _ in range(NEW_TOKENS - 1):
+        for _ in range(new_tokens - 1):
             mask = torch.cat([mask, torch.ones_like(nxt)], 1)
             out = model(input_ids=nxt, attention_mask=mask, **{kw: cache}, use_cache=True)
             nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
