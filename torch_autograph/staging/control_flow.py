@@ -7,11 +7,13 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from ..autograph.operators import lists as python_lists
 from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin, lookup_origin
@@ -332,14 +334,21 @@ def _both_branches(origin: Origin, trace: Callable[[], Any]) -> Any:
             "when the graph runs, or catch the exception inside the branch.") from e
 
 
+_SUBSCRIPTS = os.path.realpath(python_lists.__file__)
+
+
 def _raised_by_user_code(e: BaseException) -> bool:
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    """Whether the last frame `e` was raised in, not counting the converted code's subscript operators
+    (`ag__.get_item(d, k)` raises the KeyError of the user's `d[k]`), is the user's."""
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) != _SUBSCRIPTS:
+            last = tb
         tb = tb.tb_next
-    if tb is None:
+    if last is None:
         return False
-    filename = tb.tb_frame.f_code.co_filename
-    return map_origin(filename, tb.tb_lineno) is not None or not is_library_file(filename)
+    filename = last.tb_frame.f_code.co_filename
+    return map_origin(filename, last.tb_lineno) is not None or not is_library_file(filename)
 
 
 class _ListMutated(Exception):

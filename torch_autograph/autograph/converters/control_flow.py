@@ -137,7 +137,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         # A list or dict whose elements the statement assigns (`keys[i] = k`) is state too, though the name
         # is not rebound: see `_element_writes`.
         element_writes = anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
-        names = sorted(((modified | element_writes) & live) - self.globals - self.nonlocals)
+        # A `global`/`nonlocal` name the statement rebinds outlives the function: state whether or not this
+        # function reads it later (a staged loop or branch gives its value back; the call then rebinds it).
+        escaping = modified & (self.globals | self.nonlocals)
+        names = sorted((((modified | element_writes) & live) - self.globals - self.nonlocals) | escaping)
         return state_lib.State.build(names, anno.getanno(node, _Static.MODIFIED_QNS, ()),
                                      modified | element_writes | self.globals | self.nonlocals, self.ctx.namer)
 
@@ -153,11 +156,12 @@ class _ControlFlowTransformer(transformer.Transformer):
             call.keywords.append(gast.keyword(arg="element_writes", value=templates.strings_tuple(only)))
         return call
 
-    def _declarations(self, body: list) -> list:
-        """global/nonlocal statements the generated function needs to modify those names."""
+    def _declarations(self, body: list, state: state_lib.State) -> list:
+        """global/nonlocal statements the generated function needs to modify those names (not its state's:
+        parameters, or declared by `_write_through`)."""
         if not (self.globals or self.nonlocals):
             return []
-        modified = activity.activity_of(body).modified
+        modified = activity.activity_of(body).modified - set(state.names)
         decls = []
         if modified & self.globals:
             decls.append(gast.Global(names=sorted(modified & self.globals)))
@@ -168,10 +172,11 @@ class _ControlFlowTransformer(transformer.Transformer):
     def _function(self, fname: str, state: state_lib.State, body: list, returns: gast.expr,
                   origin: gast.AST, extra_params: tuple = ()) -> tuple[str, gast.FunctionDef]:
         body = [s for s in body if not isinstance(s, gast.Pass)]  # the return follows
+        _undeclare(body, set(state.names))
         params, through = self._write_through(state, body, returns)
         (fn,) = templates.replace("def fname(params):\n    body\n    return ret",
                                   fname=fname, params=list(extra_params) + params,
-                                  body=self._declarations(body) + through + state.restores() + body,
+                                  body=self._declarations(body, state) + through + state.restores() + body,
                                   ret=returns)
         return fname, transformer.copy_location(fn, origin)
 
@@ -183,14 +188,20 @@ class _ControlFlowTransformer(transformer.Transformer):
         comes in under a fresh parameter and is stored into that variable
         (`nonlocal i; i = i_1`): a closure called while the body is traced sees
         the value of the iteration (or branch) being traced. Only functions that
-        call something can run a closure.
+        call something can run a closure. The same holds for the function's own
+        `global` and `nonlocal` names (`global g; g = g_1`): any function called
+        may read them.
         """
         params = state.params
-        shared = [n for n in state.names if n in self.captured]
+        shared = [n for n in state.names if n in self.captured or n in self.globals or n in self.nonlocals]
         if not shared or not any(_calls(part) for part in body + [returns]):
             return params, []
         fresh = {n: self.ctx.namer.new_symbol(n) for n in shared}
-        prologue = [gast.Nonlocal(names=shared)]
+        prologue = []
+        if [n for n in shared if n in self.globals]:
+            prologue.append(gast.Global(names=[n for n in shared if n in self.globals]))
+        if [n for n in shared if n not in self.globals]:
+            prologue.append(gast.Nonlocal(names=[n for n in shared if n not in self.globals]))
         for n in shared:
             prologue += templates.replace("var = param", var=n, param=fresh[n])
         return [fresh.get(p, p) for p in params], prologue
@@ -234,8 +245,8 @@ class _ControlFlowTransformer(transformer.Transformer):
         defined = anno.getanno(node, _Static.MAYBE_DEFINED_IN, frozenset())
         inits = []
         for n in state.names:
-            if n in self.params[-1]:
-                continue  # a parameter of the enclosing generated function: bound
+            if n in self.params[-1] or n in self.globals or n in self.nonlocals:
+                continue  # a parameter of the enclosing generated function, or bound outside the function
             if n not in defined or (incoming_used is not None and n not in incoming_used):
                 inits += templates.replace("var = ag__.Undefined(var_name)", var=n,
                                            var_name=transformer.constant(n))
@@ -273,7 +284,8 @@ class _ControlFlowTransformer(transformer.Transformer):
         # Read by a branch before it assigns them (e.g. after a loop that may not run) but
         # dead after the `if`: passed in, and left undefined by both branches.
         # A container the branches only assign elements of is never dead: other names may hold it.
-        dead = frozenset(state.names) - live_out - anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+        dead = (frozenset(state.names) - live_out - anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+                - self.globals - self.nonlocals)
         false_name = self.ctx.namer.new_symbol("if_false") if node.orelse or dead else None
         self._visit_children(node, state.params)
         returns = self._branch_outputs(state, dead)
@@ -441,6 +453,27 @@ class _ControlFlowTransformer(transformer.Transformer):
                 gast.If(test=self._skip(transformer.not_expr(transformer.name(fast))),
                         body=resume + staged, orelse=[])]
         return transformer.copy_location(out, node)
+
+
+def _undeclare(body: list, names: set) -> None:
+    """Drop `names` from the `global`/`nonlocal` statements in `body`'s blocks: in the generated function they
+    are parameters (or declared by its prologue, `_write_through`); an emptied statement becomes `pass`."""
+    for n in transformer.walk_statements(body):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue  # its own scope: its declarations are its own
+        for field in transformer.BLOCK_FIELDS:
+            block = getattr(n, field, None)
+            if type(block) is list:
+                _undeclare_block(block, names)
+    _undeclare_block(body, names)
+
+
+def _undeclare_block(block: list, names: set) -> None:
+    for k, s in enumerate(block):
+        if isinstance(s, (gast.Global, gast.Nonlocal)) and names & set(s.names):
+            s.names = [n for n in s.names if n not in names]
+            if not s.names:
+                block[k] = transformer.copy_location(gast.Pass(), s)
 
 
 def _calls(node: gast.AST) -> bool:
