@@ -41,6 +41,8 @@ DESIGN_RULES = {
     "before the loop, but shape": "a loop variable changing shape (shape invariants)",
     "is None at the end of the": "None and a tensor merged by a tensor `if` or loop",
     "a graph loop variable keeps its type": "a loop variable changing its type (int to float)",
+    "must be defined before the loop": "a variable first assigned in a loop, read where it may be unassigned",
+    "a graph list holds tensors of one rank": "a list given elements of different ranks in a tensor `if` or loop",
 }
 
 

@@ -66,17 +66,13 @@ def _known(item: str, what: str):
 # One wider construct at a time (over program_gen's), with the item of issue 25 its programs still fail on.
 CONSTRUCTS = [
     pytest.param("int_alias"),
-    pytest.param("branch_init", marks=_known("6", "a name bound in a tensor branch of a loop body is read after the "
-                                                  "branch's trace ended: InaccessibleTensorError (not minimised)")),
+    pytest.param("branch_init"),
     pytest.param("rank1"),
     pytest.param("mixed_bool"),
-    pytest.param("walrus", marks=_known("4", "a walrus in the right operand of a while test's `and`: 'loop must "
-                                             "iterate at least once to initialize' where eager binds nothing")),
+    pytest.param("walrus"),
     pytest.param("type_checks"),
     pytest.param("variables"),
-    pytest.param("list_shapes", marks=_known("9", "elements of ranks 0 and 2 in one list are refused at the user's "
-                                                  "line (a graph list holds one rank, as TF's TensorArray); the "
-                                                  "generator's structural rule check does not know this rule yet")),
+    pytest.param("list_shapes"),
     pytest.param("deletes"),
     # Dict/list arguments and captured containers changed in tensor loops and branches: TA_FUZZ_MUTATION=1.
     pytest.param("mutation", marks=[

@@ -6,6 +6,8 @@ import pytest
 ONE_BRANCH = "a variable defined in one branch only of a tensor `if`"
 LOOP_ONCE = "a variable first defined in a loop that may not run"
 TYPE_CHANGE = "a loop variable changing its type (int to float)"
+READ_UNBOUND = "a variable first assigned in a loop, read where it may be unassigned"
+RANKS = "a list given elements of different ranks in a tensor `if` or loop"
 
 
 def prog(body: str) -> str:
@@ -30,6 +32,26 @@ def test_a_name_bound_in_one_branch_breaks_the_rule_only_if_read_after_the_tenso
 ])
 def test_a_name_first_bound_in_a_tensor_loop_breaks_the_rule_only_if_read_after_it(body, broken):
     assert fuzz_structure.breaks(LOOP_ONCE, prog(body), floats=False) is broken
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\n    a = a + t\nreturn a", True),
+    ("for k in range(a):\n    t = k\n    a = a + t\nreturn a", False),  # bound before every read
+    ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = 2\n    a = a + t\nreturn a", False),
+    ("t = 0\nfor k in range(a):\n    t = t + k\nreturn t", False),  # bound before the loop
+    ("for k in range(3):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\nreturn a", False),  # Python loop
+])
+def test_a_name_read_in_a_tensor_loop_before_its_first_binding_breaks_the_rule(body, broken):
+    assert fuzz_structure.breaks(READ_UNBOUND, prog(body), floats=False) is broken
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", True),
+    ("l = [a]\nif 1 > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", False),
+    ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(a + 1)\nreturn l[0]", False),  # one rank
+])
+def test_elements_of_two_ranks_appended_under_a_tensor_condition_break_the_list_rule(body, broken):
+    assert fuzz_structure.breaks(RANKS, prog(body), floats=False) is broken
 
 
 def test_a_loop_variable_from_an_int_to_a_float_breaks_the_type_rule():

@@ -216,3 +216,29 @@ def test_a_tensor_kept_by_a_called_function_in_a_loop_names_the_line_that_made_i
     line = appended_by_a_helper.__code__.co_firstlineno + 7  # `x -= 1`
     with pytest.raises(InaccessibleTensorError, match=rf"created at .*test_rebinding.py:{line} while tracing"):
         ta.function(appended_by_a_helper)(torch.tensor(3))
+
+
+def caught_refusal(a):
+    z = a
+
+    def bump(k):
+        nonlocal z
+        z = z + k
+
+    try:
+        for k in range(a):
+            if k < 1:
+                t = a
+            else:
+                t = t + 1
+            z = z + t
+            bump(1)
+    except ValueError:
+        pass
+    return z
+
+
+def test_a_value_of_a_trace_whose_refusal_an_except_caught_says_what_was_caught():
+    with pytest.raises(InaccessibleTensorError, match=r"which raised ValueError: 't' must be defined before the "
+                                                      r"loop(.|\n)*An `except` in the program caught that error"):
+        ta.function(caught_refusal)(torch.tensor(3))

@@ -157,7 +157,8 @@ class TorchStagingBackend:
     def while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
                    names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
         inits = _unset_in(init_vars)
-        require = [i for i, v in enumerate(init_vars) if type(v) is Undefined]
+        unused = options.get("unused_after", ())  # (what the converter knows no code after the loop reads)
+        require = [i for i, v in enumerate(init_vars) if type(v) is Undefined and names[i] not in unused]
 
         def test(*vals: Any) -> Any:
             return test_fn(*_restore(vals, init_vars))
@@ -193,7 +194,8 @@ class TorchStagingBackend:
                 new = body_fn(get(k), *_restore(vals, init_vars))
             return (k + 1,) + _unset_in(new)
 
-        require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined]
+        unused = options.get("unused_after", ())
+        require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined and names[i] not in unused]
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
         out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars), names=("iteration",) + tuple(names),
                             shape_invariants=invariants, maximum_iterations=options.get("maximum_iterations"),

@@ -39,6 +39,12 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
     where = f" (used at {loc})" if loc else ""
     owner = g._trace.graph.name if g._trace is not None else "?"
     made = _creation(g)
+    failed = getattr(g._trace, "failed", None) if g._trace is not None else None
+    if failed is not None:
+        return InaccessibleTensorError(
+            f"{g!r} is out of scope and cannot be used here{where}: it was created{made} while tracing {owner!r}, "
+            f"which raised {type(failed).__name__}: {failed}\nAn `except` in the program caught that error while "
+            f"the graph was traced, and the code after it went on with this value of the failed trace.")
     return InaccessibleTensorError(
         f"{g!r} is out of scope and cannot be used here{where}: it was created{made} while tracing {owner!r}, "
         f"which has ended (a tensor `if` or loop body, if it is not the function: a value kept in a Python object "

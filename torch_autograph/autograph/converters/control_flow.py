@@ -172,7 +172,7 @@ class _ControlFlowTransformer(transformer.Transformer):
     def _function(self, fname: str, state: state_lib.State, body: list, returns: gast.expr,
                   origin: gast.AST, extra_params: tuple = ()) -> tuple[str, gast.FunctionDef]:
         body = [s for s in body if not isinstance(s, gast.Pass)]  # the return follows
-        _undeclare(body, set(state.names))
+        state_lib.undeclare(body, set(state.names))
         params, through = self._write_through(state, body, returns)
         (fn,) = templates.replace("def fname(params):\n    body\n    return ret",
                                   fname=fname, params=list(extra_params) + params,
@@ -259,9 +259,17 @@ class _ControlFlowTransformer(transformer.Transformer):
         return [gast.Assign(targets=[state.targets()], value=call, type_comment=None)
                 ] + state.restores()
 
-    @staticmethod
-    def _options(node: gast.stmt) -> Optional[gast.Dict]:
-        options = anno.getanno(node, anno.Basic.LOOP_OPTIONS)
+    def _options(self, node: gast.stmt, state: state_lib.State) -> Optional[gast.Dict]:
+        """The loop's options: `set_loop_options`'s, and `unused_after`, the state names unbound before the loop
+        that no code after it reads (carried only because an iteration may read them): a loop that runs zero
+        times leaves them unbound without a run-time check."""
+        options = dict(anno.getanno(node, anno.Basic.LOOP_OPTIONS) or {})
+        live_out = anno.getanno(node, _Static.LIVE_OUT, frozenset())
+        defined = anno.getanno(node, _Static.MAYBE_DEFINED_IN, frozenset())
+        unused = [n for n in state.names if n not in defined and n not in live_out
+                  and n not in self.globals and n not in self.nonlocals and n not in self.captured]
+        if unused:
+            options["unused_after"] = templates.strings_tuple(unused)
         if not options:
             return None
         return gast.Dict(keys=[transformer.constant(k) for k in options],
@@ -328,7 +336,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             "ag__.while_stmt(test_name, body_name, state, names)", test_name=test_name,
             body_name=body_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
-        options = self._options(node)
+        options = self._options(node, state)
         if options is not None:
             call.args.append(options)
         self._element_writes(call, node, state)
@@ -368,7 +376,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=iter_,
             extra_test=extra_name, body_name=body_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
-        options = self._options(node)
+        options = self._options(node, state)
         if options is not None:
             call.args.append(options)
         self._element_writes(call, node, state)
@@ -453,27 +461,6 @@ class _ControlFlowTransformer(transformer.Transformer):
                 gast.If(test=self._skip(transformer.not_expr(transformer.name(fast))),
                         body=resume + staged, orelse=[])]
         return transformer.copy_location(out, node)
-
-
-def _undeclare(body: list, names: set) -> None:
-    """Drop `names` from the `global`/`nonlocal` statements in `body`'s blocks: in the generated function they
-    are parameters (or declared by its prologue, `_write_through`); an emptied statement becomes `pass`."""
-    for n in transformer.walk_statements(body):
-        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-            continue  # its own scope: its declarations are its own
-        for field in transformer.BLOCK_FIELDS:
-            block = getattr(n, field, None)
-            if type(block) is list:
-                _undeclare_block(block, names)
-    _undeclare_block(body, names)
-
-
-def _undeclare_block(block: list, names: set) -> None:
-    for k, s in enumerate(block):
-        if isinstance(s, (gast.Global, gast.Nonlocal)) and names & set(s.names):
-            s.names = [n for n in s.names if n not in names]
-            if not s.names:
-                block[k] = transformer.copy_location(gast.Pass(), s)
 
 
 def _calls(node: gast.AST) -> bool:
