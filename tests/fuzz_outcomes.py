@@ -43,6 +43,8 @@ DESIGN_RULES = {
     "a graph loop variable keeps its type": "a loop variable changing its type (int to float)",
     "must be defined before the loop": "a variable first assigned in a loop, read where it may be unassigned",
     "a graph list holds tensors of one rank": "a list given elements of different ranks in a tensor `if` or loop",
+    "that outlives the call is changed inside a tensor `if` or loop":
+        "a Python object that outlives the call changed inside a tensor `if` or loop",
 }
 
 

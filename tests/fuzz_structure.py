@@ -277,6 +277,35 @@ def _ranks_differ_in_graph_list(p: Program) -> bool:
         for n in ast.walk(p.fn))
 
 
+# What outlives a generated program's call (graph_program_gen's mutation construct): its dict argument, the
+# captured dict, list and object.
+_OUTLIVING = frozenset({"d", "CAP", "CAPL", "OBJ"})
+
+
+def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
+    """An item, element or attribute of an object that outlives the call set, appended, popped or deleted inside
+    a tensor-controlled statement (or anywhere once a tensor `if` holds a jump, as `_raised_in_branch`)."""
+    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
+    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
+                if isinstance(n, ast.If) for j in ast.walk(n))
+    inside = {id(c) for n in controlled for c in ast.walk(n)}
+    return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
+
+
+def _changes_outliving(stmt: ast.stmt) -> bool:
+    def root(e: ast.AST) -> str | None:
+        while isinstance(e, (ast.Subscript, ast.Attribute)):
+            e = e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) in _OUTLIVING for t in targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+        return root(stmt.value.func.value) in _OUTLIVING
+    return False
+
+
 def _raised_in_branch(p: Program) -> bool:
     """`fail(...)` inside a tensor-controlled statement, or anywhere once a tensor `if` holds a jump (the rest of
     the block then moves into that `if`'s other branch)."""
@@ -312,6 +341,8 @@ RULES = {
     "a loop variable changing its type (int to float)": _type_change,
     "a variable first assigned in a loop, read where it may be unassigned": _read_before_bound,
     "a list given elements of different ranks in a tensor `if` or loop": _ranks_differ_in_graph_list,
+    "a Python object that outlives the call changed inside a tensor `if` or loop":
+        _changes_outliving_object_in_tensor_code,
 }
 
 

@@ -22,9 +22,11 @@ so the same program is the reference three ways):
   `[1]` or `[1, 1]` one on the other (one element: conditions on what is read
   from it stay valid Python);
 - deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
-- mutation (off by default: `MUTATION`, issue 22): a dict argument `d` and the
-  captured `CAP` (a dict) and `CAPL` (a list) changed inside loops and branches;
-  the harness compares their state after each call with eager's.
+- mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
+  `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
+  (an object) changed (items set, appended, extended, popped, deleted; an attribute
+  set) inside and outside loops and branches; the harness compares their state
+  after each call with eager's.
 
 `generate_pair(seed)` gives the program for int64 tensors and its `/` version
 for float64 tensors, as `program_gen.generate_pair` does.
@@ -39,9 +41,10 @@ import program_gen
 
 WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
                   "list_shapes", "deletes"})
-# Mutation of dict/list arguments and captured containers in tensor loops and branches (issue 22): on with
-# TA_FUZZ_MUTATION=1 until that issue lands.
-MUTATION = os.environ.get("TA_FUZZ_MUTATION", "") == "1"
+# Mutation of dict/list arguments and captured containers and objects, inside and outside tensor loops and
+# branches (issue 22): on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
+# staged is refused by design (a StateEffectError, `fuzz_outcomes.DESIGN_RULES`).
+MUTATION = os.environ.get("TA_FUZZ_MUTATION", "1") != "0"
 FEATURES = program_gen.FEATURES | WIDE | (frozenset({"mutation"}) if MUTATION else frozenset())
 _WIDE_STMT_P = 0.3  # how often a statement is one of WIDE's (else one of program_gen's)
 _WIDE_COND_P = 0.25
@@ -193,9 +196,13 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return [f"{pad}{t} = {self.int_expr(0, extra)}", f"{pad}{var} = {var} + {t}", f"{pad}del {t}"]
 
     def wide_mutation(self, pad, indent, depth, in_loop, extra):
-        r, e = self.rng, self.int_expr(1, extra)
+        # The values stored are tensors (graph values while tracing: replayed at every call); a Python value
+        # stored in an object that outlives the call is written once, while tracing, as TensorFlow documents.
+        r, e = self.rng, f"({self.int_expr(1, extra)}) + a * 0"
         return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
-                          f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()"))]
+                          f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
+                          f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
+                          f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]"))]
 
     def program(self) -> str:
         source = super().program()
@@ -205,7 +212,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         if "variables" in self.features:
             head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
         if "mutation" in self.features:
-            head += ["CAP = {'n': 0}", "CAPL = [0]"]
+            head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
         return "\n".join(head) + "\n\n\n" + source
 
 
@@ -236,6 +243,7 @@ def fresh_state(prog) -> dict:
         g["CAP"].clear()
         g["CAP"]["n"] = 0
         g["CAPL"][:] = [0]
+        g["OBJ"].n = 0
     return {"k": 0, "l": [1]}
 
 
@@ -245,7 +253,7 @@ def state_of(prog, d) -> dict:
     if "V" in g:
         out["V"] = g["V"].read_value()
     if "CAP" in g:
-        out["CAP"], out["CAPL"] = dict(g["CAP"]), list(g["CAPL"])
+        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), g["OBJ"].n
     if takes_dict(prog):
         out["d"] = {"k": d["k"], "l": list(d["l"])}
     return out

@@ -73,3 +73,17 @@ def test_python_is_skipped_only_for_an_in_place_update_of_a_shared_name(body, sk
 def test_an_argument_no_other_name_holds_may_be_updated_in_place():
     assert not fuzz_structure.skips_python(prog("b += 1\nreturn b"))
     assert fuzz_structure.skips_python(prog("l = [b]\nb += 1\nreturn l[0]"))
+
+
+MUTATES = "a Python object that outlives the call changed inside a tensor `if` or loop"
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("for k in range(a):\n    CAPL.append(a)\nreturn a", True),
+    ("if a > 0:\n    d['k'] = a\nreturn a", True),
+    ("if a > 0:\n    OBJ.n = a\nreturn a", True),
+    ("CAPL.append(a)\nd['l'].append(a)\nreturn a", False),  # outside any tensor `if` or loop
+    ("for k in range(a):\n    l.append(a)\nreturn a", False),  # a local list
+])
+def test_a_change_of_an_outliving_object_under_a_tensor_condition_breaks_the_state_rule(body, broken):
+    assert fuzz_structure.breaks(MUTATES, prog(body), floats=False) is broken

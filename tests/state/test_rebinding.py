@@ -242,3 +242,19 @@ def test_a_value_of_a_trace_whose_refusal_an_except_caught_says_what_was_caught(
     with pytest.raises(InaccessibleTensorError, match=r"which raised ValueError: 't' must be defined before the "
                                                       r"loop(.|\n)*An `except` in the program caught that error"):
         ta.function(caught_refusal)(torch.tensor(3))
+
+
+def grow_argument_list(x, n, d):
+    for i in range(n):
+        d["l"].append(x + i)
+    return x
+
+
+def test_a_list_in_a_dict_argument_grown_by_a_tensor_loop_is_written_back_at_every_call():
+    f = ta.function(grow_argument_list)
+    for n in (3, 1, 0):
+        want, got = {"l": [torch.tensor(1)]}, {"l": [torch.tensor(1)]}
+        grow_argument_list(torch.tensor(1), torch.tensor(n), want)
+        f(torch.tensor(1), torch.tensor(n), got)
+        assert len(got["l"]) == len(want["l"]) and all(_plain(v) and torch.equal(v, w)
+                                                       for v, w in zip(got["l"], want["l"]))

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from ..tracing.context import Traced
+from ..tracing.lists import GraphList
 from ..tracing.locations import user_location
 from ..tracing.symbols import SYMBOLIC
 
@@ -287,7 +288,7 @@ def _holds_graph(x: Any, depth: int = 0) -> bool:
     if isinstance(x, SYMBOLIC):  # (a run-time number the tracer made is Traced too)
         return True
     if isinstance(x, Traced):
-        return isinstance(x, torch.Tensor)
+        return isinstance(x, (torch.Tensor, GraphList))
     if depth < _MAX_DEPTH and type(x) in (list, tuple, torch.Size):
         return any(_holds_graph(v, depth + 1) for v in x)
     if depth < _MAX_DEPTH and type(x) is dict:
@@ -327,7 +328,8 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
 
 # ----- the plan replayed at every call --------------------------------------------------------------
 # An item plan: ("out", i) the i-th effect output; ("arg", path) the call's argument object at path;
-# ("obj", x) x itself; ("num", int/float/bool, i) the Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
+# ("obj", x) x itself; ("list", i) the items of the i-th output (a graph list); ("num", int/float/bool, i) the
+# Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
 
 
 @dataclass(frozen=True)
@@ -403,6 +405,8 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
         return plan[1]
     if tag == "arg":
         return _at_path(bound, plan[1])
+    if tag == "list":
+        return list(outs[plan[1]])
     if tag == "num":
         return plan[1](outs[plan[2]].item())
     if tag == "item":
@@ -462,6 +466,11 @@ class _Planner:
         if isinstance(x, SYMBOLIC):  # a run-time number: the graph gives it back as a 0-d tensor
             number = next(py for sym, py in _NUMBER_OF.items() if isinstance(x, sym))
             return ("num", number, self.value(torch.tensor(x), depth)[1])
+        if isinstance(x, GraphList):  # a list a tensor loop or branch grew: the graph gives back its items
+            if id(x) not in self._outputs:
+                self._outputs[id(x)] = self.to_output(x)
+                self.n_outputs += 1
+            return ("list", self._outputs[id(x)])
         if isinstance(x, Traced):
             if not isinstance(x, torch.Tensor):
                 raise StateEffectError(f"a {type(x).__name__} made by the trace is stored in a Python object "
