@@ -270,11 +270,19 @@ def _bound_for_sure(body: list, bound: set) -> set:
 def _ranks_differ_in_graph_list(p: Program) -> bool:
     """A list given a `[1]`/`[1, 1]` element beside 0-dim ones (`_shape_change`), appended inside a tensor `if`
     or loop (which makes it a graph list)."""
-    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
-    inside = {id(c) for n in controlled for c in ast.walk(n)}
+    jumps, inside = _tensor_controlled(p)
     return _shape_change(p) and any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append" and id(n) in inside
-        for n in ast.walk(p.fn))
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+        and (jumps or id(n) in inside) for n in ast.walk(p.fn))
+
+
+def _tensor_controlled(p: Program) -> tuple[bool, set]:
+    """(whether a tensor `if` holds a jump: the rest of its block then moves into that `if`'s other branch, the
+    ids of the nodes inside tensor-controlled statements)."""
+    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
+    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
+                if isinstance(n, ast.If) for j in ast.walk(n))
+    return jumps, {id(c) for n in controlled for c in ast.walk(n)}
 
 
 # What outlives a generated program's call (graph_program_gen's mutation construct): its dict argument, the
@@ -285,10 +293,7 @@ _OUTLIVING = frozenset({"d", "CAP", "CAPL", "OBJ"})
 def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
     """An item, element or attribute of an object that outlives the call set, appended, popped or deleted inside
     a tensor-controlled statement (or anywhere once a tensor `if` holds a jump, as `_raised_in_branch`)."""
-    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
-    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
-                if isinstance(n, ast.If) for j in ast.walk(n))
-    inside = {id(c) for n in controlled for c in ast.walk(n)}
+    jumps, inside = _tensor_controlled(p)
     return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
 
 

@@ -7,7 +7,9 @@ insert/del, try/except/finally, recursive and decorated helpers; and
 tests/graph_program_gen.py's wider constructs: ints turning into tensors or
 aliases in nested loops, loop variables first bound in one branch, 1-element
 conditions of rank 1-2, mixed `and`/`or`/`not`, walrus, type checks,
-`ta.Variable`s, lists with per-branch element shapes, deletes) runs on ints
+`ta.Variable`s, lists with per-branch element shapes, deletes, and dict/list
+arguments, captured containers and objects changed inside and outside tensor
+loops and branches, their state compared after each call) runs on ints
 against Python and eager PyTorch, and as its `/` version on floats with
 gradients against eager PyTorch, each trace reused on two more inputs; the
 rules are in tests/fuzz_graph_runs.py, the categories in tests/fuzz_outcomes.py.

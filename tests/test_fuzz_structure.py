@@ -49,6 +49,9 @@ def test_a_name_read_in_a_tensor_loop_before_its_first_binding_breaks_the_rule(b
     ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", True),
     ("l = [a]\nif 1 > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", False),
     ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(a + 1)\nreturn l[0]", False),  # one rank
+    # After a tensor `if` that returns, the rest of the function is that `if`'s other branch.
+    ("l = [a]\nif a > 0:\n    return a\nif 1 > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\n"
+     "return l[0]", True),
 ])
 def test_elements_of_two_ranks_appended_under_a_tensor_condition_break_the_list_rule(body, broken):
     assert fuzz_structure.breaks(RANKS, prog(body), floats=False) is broken
