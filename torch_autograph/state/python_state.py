@@ -151,9 +151,8 @@ def _described(obj: Any, now: list, before: list, kind: str) -> str:
 
 def watch_captures(fn: Any, watch: Watch) -> None:
     """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals, and the globals and
-    closure variables it rebinds. A module (`ta.function(model)`): itself, and what its `forward` reads."""
+    closure variables it rebinds. A module (`ta.function(model)`): what its `forward` reads."""
     if isinstance(fn, torch.nn.Module):
-        watch.hold(fn)
         fn = type(fn).forward
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
@@ -211,9 +210,7 @@ def _kind(obj: Any) -> str | None:
     if isinstance(obj, (Traced, torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
                         types.BuiltinFunctionType, _SCALARS, tuple, frozenset, set)):
         return None
-    if isinstance(obj, torch.nn.Module):
-        return "attrs"  # its plain attributes (`self.last = y`): parameters, buffers and submodules are staged
-    if isinstance(obj, torch.optim.Optimizer) or _persistent(obj):
+    if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)) or _persistent(obj):
         return None  # their own state is staged (parameters, buffers, optimizer state) where it is tensors
     d = getattr(obj, "__dict__", None)
     return "attrs" if type(d) is dict and not callable(obj) else None
@@ -247,8 +244,6 @@ def _contents(obj: Any, kind: str) -> Any:
         return list(obj.items())
     if kind == "names":
         return obj.contents()
-    if isinstance(obj, torch.nn.Module):  # not its `_parameters`, `_buffers`, `_modules`, hooks...
-        return [(k, v) for k, v in vars(obj).items() if not k.startswith("_")]
     return list(vars(obj).items())
 
 
@@ -317,7 +312,7 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
     elif kind == "names":
         obj.assign(contents)
     else:
-        d = dict(_contents(obj, kind))
+        d = vars(obj)
         keep = dict(contents)
         for k in [k for k in d if k not in keep]:
             delattr(obj, k)

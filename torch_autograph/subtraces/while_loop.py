@@ -429,12 +429,19 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 # it, checked at run time to have run at least once.
                 changes.define[i] = placeholder_init(r, name, origin)
                 continue
-            if _rebinds_tensor_like(init, out, body):
+            if "." not in name and _rebinds_tensor_like(init, out, body):
                 # `i = var` before the loop, `i = i + 1` in it: the first iteration reads the Variable's value,
                 # the later ones the tensor, so the loop carries that value from the start (a Variable no
-                # update in the body changes: else the first iteration's read would be out of order).
+                # update in the body changes: else the first iteration's read would be out of order). Not an
+                # attribute (`self.v = self.v + 1`): the object would keep a graph value after the call.
                 changes.rebound[i] = torch.clone(init)
                 continue
+            if hasattr(type(init), "_ta_graph_value") and leaf_kind(out) is Leaf.TENSOR and "." in name:
+                raise TypeError(f"{quoted(name)} is {describe(init)} before the loop{where(origin)} and a tensor "
+                                f"after one iteration: a graph loop variable keeps its type, and an attribute "
+                                f"rebound to a tensor in a tensor loop would hold a graph value after the call. "
+                                f"Carry the value in a local variable (`v = {name}.read_value()` before the loop, "
+                                f"`v = v + 1` in it) and update the Variable after the loop (`{name}.assign(v)`).")
             if hasattr(type(init), "_ta_graph_value") and leaf_kind(out) is Leaf.TENSOR:
                 raise TypeError(f"{quoted(name)} is {describe(init)} before the loop{where(origin)} and a tensor "
                                 f"after one iteration, and the loop body updates state: a graph loop variable "
