@@ -28,7 +28,7 @@ import re
 MUST_BE_ZERO = ("mismatch", "aliasing", "internal error", "gradient failure", "refusal", "raises only eagerly",
                 "design rule not broken", "retraced", "eager differs from Python")
 # At most this share of a long run may be refused by design rules (each one checked to be broken).
-DESIGN_RULE_BOUND = 0.02
+DESIGN_RULE_BOUND = 0.06  # the wider generator's list ranks and loop-first reads break TF's rules by design
 
 # Refusals that are TensorFlow's own rules for graph code: message fragment -> the rule.
 DESIGN_RULES = {

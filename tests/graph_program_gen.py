@@ -128,10 +128,13 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                 f"{pad}    {v} = {src}"]
 
     def wide_branch_init(self, pad, indent, depth, in_loop, extra):
+        # Half the time `t` is also bound before the loop; else, over a run-time `range`, the program breaks
+        # TensorFlow's rule that a loop's state exists before the loop (a clear refusal, by design).
         r = self.rng
         k, t = self.fresh("k"), self.fresh("t")
         first = r.choice((f"{k} == 0", f"{k} < 1"))
-        return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    if {first}:",
+        before = [f"{pad}{t} = {self.int_expr(0, extra)}"] if r.random() < 0.5 else []
+        return before + [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    if {first}:",
                 f"{pad}        {t} = {self.int_expr(0, extra + (k,))}", f"{pad}    else:",
                 f"{pad}        {t} = {t} + {self.int_expr(1, extra + (k,))}",
                 f"{pad}    {r.choice(program_gen.LOCALS)} = {r.choice(program_gen.LOCALS)} + {t}"]
@@ -179,9 +182,12 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return lines + [f"{pad}{var} = {var} + V.read_value()"]
 
     def wide_list_shapes(self, pad, indent, depth, in_loop, extra):
+        # One time in four the other branch's element has another rank: a graph list refuses that (by design, as
+        # TensorFlow's TensorArray); else it is a 0-dim tensor made another way (`torch.full([], ...)`).
         r, var = self.rng, self.rng.choice(program_gen.VARS)
+        shape = r.choice(("[1]", "[1, 1]")) if r.random() < 0.25 else "[]"
         return [f"{pad}if {self.bool_expr(0, extra)}:", f"{pad}    l.append({var} + {self.int_expr(1, extra)})",
-                f"{pad}else:", f"{pad}    l.append(torch.full({r.choice(('[1]', '[1, 1]'))}, 9, dtype={self.dtype}))"]
+                f"{pad}else:", f"{pad}    l.append(torch.full({shape}, 9, dtype={self.dtype}))"]
 
     def wide_deletes(self, pad, indent, depth, in_loop, extra):
         r = self.rng
