@@ -109,10 +109,15 @@ def _tally(count: int, features: frozenset) -> tuple:
     return ints, floats
 
 
+WIDE_PROGRAMS = int(os.environ.get("TA_GRAPH_FUZZ_WIDE_PROGRAMS", "10000"))
+
+
 @pytest.mark.slow
 def test_graph_matches_python_10000_programs():
-    """10,000 programs of the wider generator (seeds 0..9999), each on ints and on floats with gradients."""
-    ints, floats = _tally(10_000, graph_program_gen.FEATURES)
-    report = ints.summary("10,000 programs on ints:") + "\n" + floats.summary("the same on floats (gradients):")
+    """10,000 programs of the wider generator (seeds 0..9999; `TA_GRAPH_FUZZ_WIDE_PROGRAMS` for another count),
+    each on ints and on floats with gradients."""
+    ints, floats = _tally(WIDE_PROGRAMS, graph_program_gen.FEATURES)
+    report = ints.summary(f"{WIDE_PROGRAMS:,} programs on ints:") + "\n" + \
+        floats.summary("the same on floats (gradients):")
     print(report)
     assert ints.within_bound() and floats.within_bound(), report
