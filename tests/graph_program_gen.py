@@ -218,6 +218,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         if "variables" in self.features:
             head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
         if "mutation" in self.features:
+            # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
+            head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
             head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
         return "\n".join(head) + "\n\n\n" + source
 
@@ -250,7 +252,8 @@ def fresh_state(prog) -> dict:
         g["CAP"]["n"] = 0
         g["CAPL"][:] = [0]
         g["OBJ"].n = 0
-    return {"k": 0, "l": [1]}
+    one = g.get("ONE", 1)
+    return {"k": 0, "l": [one.clone() if hasattr(one, "clone") else one]}
 
 
 def state_of(prog, d) -> dict:
