@@ -28,7 +28,7 @@ import re
 MUST_BE_ZERO = ("mismatch", "aliasing", "internal error", "gradient failure", "refusal", "raises only eagerly",
                 "design rule not broken", "retraced", "eager differs from Python")
 # At most this share of a long run may be refused by design rules (each one checked to be broken).
-DESIGN_RULE_BOUND = 0.02
+DESIGN_RULE_BOUND = 0.06  # the wider generator's list ranks and loop-first reads break TF's rules by design
 
 # Refusals that are TensorFlow's own rules for graph code: message fragment -> the rule.
 DESIGN_RULES = {
@@ -41,6 +41,10 @@ DESIGN_RULES = {
     "before the loop, but shape": "a loop variable changing shape (shape invariants)",
     "is None at the end of the": "None and a tensor merged by a tensor `if` or loop",
     "a graph loop variable keeps its type": "a loop variable changing its type (int to float)",
+    "must be defined before the loop": "a variable first assigned in a loop, read where it may be unassigned",
+    "a graph list holds tensors of one rank": "a list given elements of different ranks in a tensor `if` or loop",
+    "that outlives the call is changed inside a tensor `if` or loop":
+        "a Python object that outlives the call changed inside a tensor `if` or loop",
 }
 
 

@@ -145,7 +145,8 @@ class Program:
 
     # ----- helpers for the rules ------------------------------------------------------------
     def statements(self):
-        return (n for n in ast.walk(self.fn) if isinstance(n, ast.stmt))
+        """The statements of `prog`'s own body (not of the functions nested in it, which run as called)."""
+        return (n for n in _own_nodes(self.fn) if isinstance(n, ast.stmt))
 
     def loaded_outside(self, name: str, node: ast.AST) -> bool:
         inside = {id(n) for n in ast.walk(node)}
@@ -221,6 +222,95 @@ def _shape_change(p: Program) -> bool:
                and n.args[0].func.attr in ("full", "zeros", "ones") for n in ast.walk(p.fn))
 
 
+def _read_before_bound(p: Program) -> bool:
+    """A name first bound in a tensor loop's body (not before the loop) and read in the body at a point where
+    it is not bound for sure (`if k == 0: t = e else: t = t + e`): a later iteration would read the previous
+    one's value, which a graph loop carries only if it exists before the loop."""
+    for node in p.statements():
+        if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node):
+            entry = p.entry[id(node)] | ({node.target.id} if isinstance(node, ast.For) else set())
+            first = _bound_in_body(node) - entry
+            if first and _reads_unbound(node.body, set(entry), first):
+                return True
+    return False
+
+
+def _reads_unbound(body: list, bound: set, names: set) -> bool:
+    """Whether `body` reads one of `names` where it is not bound for sure (a forward walk; loops may not run)."""
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            if (_names(stmt.test, ast.Load) & names) - bound:
+                return True
+            if _reads_unbound(stmt.body, set(bound), names) or _reads_unbound(stmt.orelse, set(bound), names):
+                return True
+            bound = bound | (_bound_for_sure(stmt.body, bound) & _bound_for_sure(stmt.orelse, bound))
+        elif isinstance(stmt, (ast.While, ast.For)):
+            head = stmt.test if isinstance(stmt, ast.While) else stmt.iter
+            inner = set(bound) | ({stmt.target.id} if isinstance(stmt, ast.For) else set())
+            if (_names(head, ast.Load) & names) - bound or _reads_unbound(stmt.body, inner, names):
+                return True
+        elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            bound = bound | {stmt.name}
+        else:
+            if (_names(stmt, ast.Load) & names) - bound:
+                return True
+            bound = bound | _names(stmt, ast.Store)
+    return False
+
+
+def _bound_for_sure(body: list, bound: set) -> set:
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            bound = bound | (_bound_for_sure(stmt.body, bound) & _bound_for_sure(stmt.orelse, bound))
+        elif not isinstance(stmt, (ast.While, ast.For, ast.Try)):
+            bound = bound | _names(stmt, ast.Store)
+    return bound
+
+
+def _ranks_differ_in_graph_list(p: Program) -> bool:
+    """A list given a `[1]`/`[1, 1]` element beside 0-dim ones (`_shape_change`), appended inside a tensor `if`
+    or loop (which makes it a graph list)."""
+    jumps, inside = _tensor_controlled(p)
+    return _shape_change(p) and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+        and (jumps or id(n) in inside) for n in ast.walk(p.fn))
+
+
+def _tensor_controlled(p: Program) -> tuple[bool, set]:
+    """(whether a tensor `if` holds a jump: the rest of its block then moves into that `if`'s other branch, the
+    ids of the nodes inside tensor-controlled statements)."""
+    controlled = [n for n in p.statements() if p.tensor_controlled(n)]
+    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
+                if isinstance(n, ast.If) for j in ast.walk(n))
+    return jumps, {id(c) for n in controlled for c in ast.walk(n)}
+
+
+# What outlives a generated program's call (graph_program_gen's mutation construct): its dict argument, the
+# captured dict, list and object.
+_OUTLIVING = frozenset({"d", "CAP", "CAPL", "OBJ"})
+
+
+def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
+    """An item, element or attribute of an object that outlives the call set, appended, popped or deleted inside
+    a tensor-controlled statement (or anywhere once a tensor `if` holds a jump, as `_raised_in_branch`)."""
+    jumps, inside = _tensor_controlled(p)
+    return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
+
+
+def _changes_outliving(stmt: ast.stmt) -> bool:
+    def root(e: ast.AST) -> str | None:
+        while isinstance(e, (ast.Subscript, ast.Attribute)):
+            e = e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) in _OUTLIVING for t in targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+        return root(stmt.value.func.value) in _OUTLIVING
+    return False
+
+
 def _raised_in_branch(p: Program) -> bool:
     """`fail(...)` inside a tensor-controlled statement, or anywhere once a tensor `if` holds a jump (the rest of
     the block then moves into that `if`'s other branch)."""
@@ -254,6 +344,10 @@ RULES = {
     "a loop variable changing shape (shape invariants)": _shape_change,
     "None and a tensor merged by a tensor `if` or loop": _none_merge,
     "a loop variable changing its type (int to float)": _type_change,
+    "a variable first assigned in a loop, read where it may be unassigned": _read_before_bound,
+    "a list given elements of different ranks in a tensor `if` or loop": _ranks_differ_in_graph_list,
+    "a Python object that outlives the call changed inside a tensor `if` or loop":
+        _changes_outliving_object_in_tensor_code,
 }
 
 

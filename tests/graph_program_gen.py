@@ -24,9 +24,11 @@ so the same program is the reference three ways):
 - deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
 - try_ops: a `try` around an index that is out of range for some values (IndexError when the graph runs),
   with an `except` that assigns the variable too, sometimes an `else:`;
-- mutation (off by default: `MUTATION`, issue 22): a dict argument `d` and the
-  captured `CAP` (a dict) and `CAPL` (a list) changed inside loops and branches;
-  the harness compares their state after each call with eager's.
+- mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
+  `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
+  (an object) changed (items set, appended, extended, popped, deleted; an attribute
+  set) inside and outside loops and branches; the harness compares their state
+  after each call with eager's.
 
 `generate_pair(seed)` gives the program for int64 tensors and its `/` version
 for float64 tensors, as `program_gen.generate_pair` does.
@@ -41,9 +43,10 @@ import program_gen
 
 WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
                   "list_shapes", "deletes", "try_ops"})
-# Mutation of dict/list arguments and captured containers in tensor loops and branches (issue 22): on with
-# TA_FUZZ_MUTATION=1 until that issue lands.
-MUTATION = os.environ.get("TA_FUZZ_MUTATION", "") == "1"
+# Mutation of dict/list arguments and captured containers and objects, inside and outside tensor loops and
+# branches (issue 22): on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
+# staged is refused by design (a StateEffectError, `fuzz_outcomes.DESIGN_RULES`).
+MUTATION = os.environ.get("TA_FUZZ_MUTATION", "1") != "0"
 FEATURES = program_gen.FEATURES | WIDE | (frozenset({"mutation"}) if MUTATION else frozenset())
 _WIDE_STMT_P = 0.3  # how often a statement is one of WIDE's (else one of program_gen's)
 _WIDE_COND_P = 0.25
@@ -127,10 +130,13 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                 f"{pad}    {v} = {src}"]
 
     def wide_branch_init(self, pad, indent, depth, in_loop, extra):
+        # Half the time `t` is also bound before the loop; else, over a run-time `range`, the program breaks
+        # TensorFlow's rule that a loop's state exists before the loop (a clear refusal, by design).
         r = self.rng
         k, t = self.fresh("k"), self.fresh("t")
         first = r.choice((f"{k} == 0", f"{k} < 1"))
-        return [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    if {first}:",
+        before = [f"{pad}{t} = {self.int_expr(0, extra)}"] if r.random() < 0.5 else []
+        return before + [f"{pad}for {k} in range({self.stop(extra)}):", f"{pad}    if {first}:",
                 f"{pad}        {t} = {self.int_expr(0, extra + (k,))}", f"{pad}    else:",
                 f"{pad}        {t} = {t} + {self.int_expr(1, extra + (k,))}",
                 f"{pad}    {r.choice(program_gen.LOCALS)} = {r.choice(program_gen.LOCALS)} + {t}"]
@@ -178,9 +184,12 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return lines + [f"{pad}{var} = {var} + V.read_value()"]
 
     def wide_list_shapes(self, pad, indent, depth, in_loop, extra):
+        # One time in four the other branch's element has another rank: a graph list refuses that (by design, as
+        # TensorFlow's TensorArray); else it is a 0-dim tensor made another way (`torch.full([], ...)`).
         r, var = self.rng, self.rng.choice(program_gen.VARS)
+        shape = r.choice(("[1]", "[1, 1]")) if r.random() < 0.25 else "[]"
         return [f"{pad}if {self.bool_expr(0, extra)}:", f"{pad}    l.append({var} + {self.int_expr(1, extra)})",
-                f"{pad}else:", f"{pad}    l.append(torch.full({r.choice(('[1]', '[1, 1]'))}, 9, dtype={self.dtype}))"]
+                f"{pad}else:", f"{pad}    l.append(torch.full({shape}, 9, dtype={self.dtype}))"]
 
     def wide_deletes(self, pad, indent, depth, in_loop, extra):
         r = self.rng
@@ -204,9 +213,13 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return lines
 
     def wide_mutation(self, pad, indent, depth, in_loop, extra):
-        r, e = self.rng, self.int_expr(1, extra)
+        # The values stored are tensors (graph values while tracing: replayed at every call); a Python value
+        # stored in an object that outlives the call is written once, while tracing, as TensorFlow documents.
+        r, e = self.rng, f"({self.int_expr(1, extra)}) + a * 0"
         return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
-                          f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()"))]
+                          f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
+                          f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
+                          f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]"))]
 
     def program(self) -> str:
         source = super().program()
@@ -216,7 +229,9 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         if "variables" in self.features:
             head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
         if "mutation" in self.features:
-            head += ["CAP = {'n': 0}", "CAPL = [0]"]
+            # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
+            head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
+            head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
         return "\n".join(head) + "\n\n\n" + source
 
 
@@ -247,7 +262,9 @@ def fresh_state(prog) -> dict:
         g["CAP"].clear()
         g["CAP"]["n"] = 0
         g["CAPL"][:] = [0]
-    return {"k": 0, "l": [1]}
+        g["OBJ"].n = 0
+    one = g.get("ONE", 1)
+    return {"k": 0, "l": [one.clone() if hasattr(one, "clone") else one]}
 
 
 def state_of(prog, d) -> dict:
@@ -256,7 +273,7 @@ def state_of(prog, d) -> dict:
     if "V" in g:
         out["V"] = g["V"].read_value()
     if "CAP" in g:
-        out["CAP"], out["CAPL"] = dict(g["CAP"]), list(g["CAPL"])
+        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), g["OBJ"].n
     if takes_dict(prog):
         out["d"] = {"k": d["k"], "l": list(d["l"])}
     return out

@@ -6,6 +6,8 @@ import pytest
 ONE_BRANCH = "a variable defined in one branch only of a tensor `if`"
 LOOP_ONCE = "a variable first defined in a loop that may not run"
 TYPE_CHANGE = "a loop variable changing its type (int to float)"
+READ_UNBOUND = "a variable first assigned in a loop, read where it may be unassigned"
+RANKS = "a list given elements of different ranks in a tensor `if` or loop"
 
 
 def prog(body: str) -> str:
@@ -32,6 +34,29 @@ def test_a_name_first_bound_in_a_tensor_loop_breaks_the_rule_only_if_read_after_
     assert fuzz_structure.breaks(LOOP_ONCE, prog(body), floats=False) is broken
 
 
+@pytest.mark.parametrize("body, broken", [
+    ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\n    a = a + t\nreturn a", True),
+    ("for k in range(a):\n    t = k\n    a = a + t\nreturn a", False),  # bound before every read
+    ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = 2\n    a = a + t\nreturn a", False),
+    ("t = 0\nfor k in range(a):\n    t = t + k\nreturn t", False),  # bound before the loop
+    ("for k in range(3):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\nreturn a", False),  # Python loop
+])
+def test_a_name_read_in_a_tensor_loop_before_its_first_binding_breaks_the_rule(body, broken):
+    assert fuzz_structure.breaks(READ_UNBOUND, prog(body), floats=False) is broken
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", True),
+    ("l = [a]\nif 1 > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\nreturn l[0]", False),
+    ("l = [a]\nif a > 0:\n    l.append(a)\nelse:\n    l.append(a + 1)\nreturn l[0]", False),  # one rank
+    # After a tensor `if` that returns, the rest of the function is that `if`'s other branch.
+    ("l = [a]\nif a > 0:\n    return a\nif 1 > 0:\n    l.append(a)\nelse:\n    l.append(torch.full([1], 9))\n"
+     "return l[0]", True),
+])
+def test_elements_of_two_ranks_appended_under_a_tensor_condition_break_the_list_rule(body, broken):
+    assert fuzz_structure.breaks(RANKS, prog(body), floats=False) is broken
+
+
 def test_a_loop_variable_from_an_int_to_a_float_breaks_the_type_rule():
     body = "x = 0\nfor k in range(a):\n    x = x + a\nreturn x"
     assert fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=True)
@@ -51,3 +76,17 @@ def test_python_is_skipped_only_for_an_in_place_update_of_a_shared_name(body, sk
 def test_an_argument_no_other_name_holds_may_be_updated_in_place():
     assert not fuzz_structure.skips_python(prog("b += 1\nreturn b"))
     assert fuzz_structure.skips_python(prog("l = [b]\nb += 1\nreturn l[0]"))
+
+
+MUTATES = "a Python object that outlives the call changed inside a tensor `if` or loop"
+
+
+@pytest.mark.parametrize("body, broken", [
+    ("for k in range(a):\n    CAPL.append(a)\nreturn a", True),
+    ("if a > 0:\n    d['k'] = a\nreturn a", True),
+    ("if a > 0:\n    OBJ.n = a\nreturn a", True),
+    ("CAPL.append(a)\nd['l'].append(a)\nreturn a", False),  # outside any tensor `if` or loop
+    ("for k in range(a):\n    l.append(a)\nreturn a", False),  # a local list
+])
+def test_a_change_of_an_outliving_object_under_a_tensor_condition_breaks_the_state_rule(body, broken):
+    assert fuzz_structure.breaks(MUTATES, prog(body), floats=False) is broken

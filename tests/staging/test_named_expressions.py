@@ -79,3 +79,24 @@ def test_walrus_in_an_if_test():
     check(walrus_in_elif_and_right_operand, (torch.tensor([1., 2.]),), (torch.tensor([9., 0.]),),
           (torch.tensor([-1., -2.]),), (torch.tensor([0.5, 0.1]),))
 
+
+
+def walrus_in_inner_test_with_break(a, b, c):
+    y = 1
+    k = 0
+    while k < 4 and (c > a and a >= 5):
+        k += 1
+        j = 0
+        while j < 4 and (w := b * j) < 0:
+            j += 1
+            if c == 3:
+                break
+        y = y + w
+    return y
+
+
+def test_a_walrus_bound_in_a_loop_and_unused_after_it_needs_no_iteration():
+    # `w` is state of the outer loop (the `break` makes its binding conditional in the converted test), read
+    # after the loop by nothing: a loop that runs zero times is fine, as in Python.
+    t = torch.tensor
+    check(walrus_in_inner_test_with_break, (t(-1), t(0), t(-3)), (t(5), t(-1), t(6)), (t(5), t(1), t(3)))

@@ -478,8 +478,15 @@ TWICE = [
     (append_to_nonempty_list, {"body": 2}),  # a list with elements may be a fixed structure
     (converted_to_another_dtype_by_tensor_if, {"body": 2}),  # the `if` converted the number to float32
     (return_tuple_in_loop, {"body": 2}),  # the returned structure is learnt by tracing
-    (first_assigned_in_inner_loop, {"outer": 2, "inner": 2}),  # the inner loop started it at a placeholder
 ]
+
+
+def test_a_variable_first_bound_in_an_inner_loop_that_nothing_after_the_outer_reads_is_traced_once():
+    # `y` is state of the outer loop (an iteration reads it) but not read after it: no run-time check that the
+    # outer loop ran, so the inner loop's placeholder start needs no second trace.
+    assert trace_counts(first_assigned_in_inner_loop, X) == {"outer": 1, "inner": 1}
+    for x in (X, torch.tensor([0.5, 1.0, 2.5, 4.0])):
+        assert_matches_eager(first_assigned_in_inner_loop, x)
 
 
 @pytest.mark.parametrize("fn, counts", TWICE, ids=[fn.__name__ for fn, _ in TWICE])

@@ -20,6 +20,7 @@ tracing raises instead of silently updating with stale gradients.
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any
 
@@ -28,10 +29,12 @@ import torch
 from .. import interop
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
+from ..subtraces.branches import number_to_tensor
 from ..subtraces.user_ops import cond, label_of, py_function
 from ..tracing.context import current
 from ..tracing.locations import user_location
-from ..tracing.symbols import is_symbolic
+from ..tracing.symbols import is_graph_value, is_symbolic
+from ..tracing.tensor import GraphTensor
 from .numpy_calls import numpy_conversion
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
@@ -162,5 +165,57 @@ def _symbolic_bool(x: Any) -> bool:
     return isinstance(x, torch.SymBool) and is_symbolic(x)
 
 
+def pad_with_graph_value(f: Any, args: tuple, kwargs: dict) -> Any:
+    """Call override: a constant `F.pad` of a tensor whose dims change in a loop (symbolic), or whose fill value
+    is a graph value (a loop counter: a Python number eagerly), is a `torch.cat` of the tensor and constant
+    blocks. torch's pad takes the value as a Python number, known only when the graph runs, and its shape
+    checks pin a symbolic dim to the size it had while tracing. As eagerly, the value is cast to the tensor's
+    dtype; negative pads (cropping) and other modes are left to torch."""
+    if f is not torch.nn.functional.pad or current() is None:
+        return NotImplemented
+    try:
+        bound = _PAD_SIGNATURE.bind(*args, **kwargs)
+    except TypeError:
+        return NotImplemented
+    bound.apply_defaults()
+    x, pad, mode, value = (bound.arguments[k] for k in ("input", "pad", "mode", "value"))
+    if mode != "constant" or not isinstance(x, torch.Tensor) or not isinstance(pad, (tuple, list)) or \
+            len(pad) % 2 or len(pad) > 2 * x.dim() or not all(type(p) is int and p >= 0 for p in pad):
+        return NotImplemented
+    if isinstance(value, torch.Tensor) and (value._rg_unknown or value.raw_requires_grad()
+                                            if isinstance(value, GraphTensor) else value.requires_grad):
+        return NotImplemented  # torch refuses one that requires grad (a Python number is expected)
+    symbolic_dims = any(isinstance(d, torch.SymInt) for d in x.shape)
+    if not symbolic_dims and not _graph_number(value):
+        return NotImplemented
+    if _graph_number(value):
+        fill = value.to(x.dtype) if isinstance(value, torch.Tensor) else number_to_tensor(value, x._value)
+    else:
+        fill = torch.full((), 0 if value is None else value, dtype=x.dtype, device=x.device)
+    out = x
+    for k in range(len(pad) // 2):
+        dim = x.dim() - 1 - k
+        parts = []
+        for size in pad[2 * k:2 * k + 2]:
+            shape = list(out.shape)
+            shape[dim] = size
+            parts.append(fill.expand(shape) if size else None)
+        out = torch.cat([p for p in (parts[0], out, parts[1]) if p is not None], dim)
+    return out
+
+
+_PAD_SIGNATURE = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+                                    for n, d in (("input", inspect.Parameter.empty), ("pad", inspect.Parameter.empty),
+                                                 ("mode", "constant"), ("value", None))])
+
+
+def _graph_number(x: Any) -> bool:
+    """A run-time number or a 0-d graph tensor (as a Python number, it would be read while tracing)."""
+    if isinstance(x, torch.Tensor):
+        return is_graph_value(x) and x.dim() == 0
+    return is_graph_value(x) and isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
 # What `TorchStagingBackend.call` asks, in order, about a library callable converted code calls.
-CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call, branch_on_symbolic_bool, numpy_conversion)
+CALL_OVERRIDES = (call_module, stage_training_call, stage_distributed_call, branch_on_symbolic_bool, numpy_conversion,
+                  pad_with_graph_value)

@@ -7,11 +7,13 @@ it is, calls the methods of `TorchStagingBackend`; they build `cond` /
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from ..autograph.operators import lists as python_lists
 from ..autograph.operators.control_flow import check_branch_outputs
 from ..autograph.operators.variables import Undefined, UndefinedReturnValue
 from ..autograph.pyct.origin_info import Origin, lookup_origin
@@ -218,7 +220,8 @@ class TorchStagingBackend:
                     names: Sequence[str], options: Mapping[str, Any], origin: Origin, objects: Objects | None) -> tuple:
         n = len(init_vars)
         inits = _unset_in(init_vars) + (tuple(objects.initial) if objects else ())
-        require = [i for i, v in enumerate(init_vars) if type(v) is Undefined]
+        unused = options.get("unused_after", ())  # (what the converter knows no code after the loop reads)
+        require = [i for i, v in enumerate(init_vars) if type(v) is Undefined and names[i] not in unused]
 
         def test(*vals: Any) -> Any:
             with _entered(objects, vals[n:], detect=False):
@@ -273,7 +276,8 @@ class TorchStagingBackend:
                 outputs.extend(new)
                 return (k + 1,) + new + (objects.read() if objects else ())
 
-        require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined]
+        unused = options.get("unused_after", ())
+        require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined and names[i] not in unused]
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
         all_names = ("iteration",) + tuple(names) + (objects.names() if objects else ())
         out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars) + carried, names=all_names,
@@ -452,14 +456,21 @@ def _traced_branch_error(e: BaseException, origin: Origin) -> StagedBranchError:
         "when the graph runs, or catch the exception inside the branch.")
 
 
+_SUBSCRIPTS = os.path.realpath(python_lists.__file__)
+
+
 def _raised_by_user_code(e: BaseException) -> bool:
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    """Whether the last frame `e` was raised in, not counting the converted code's subscript operators
+    (`ag__.get_item(d, k)` raises the KeyError of the user's `d[k]`), is the user's."""
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) != _SUBSCRIPTS:
+            last = tb
         tb = tb.tb_next
-    if tb is None:
+    if last is None:
         return False
-    filename = tb.tb_frame.f_code.co_filename
-    return map_origin(filename, tb.tb_lineno) is not None or not is_library_file(filename)
+    filename = last.tb_frame.f_code.co_filename
+    return map_origin(filename, last.tb_lineno) is not None or not is_library_file(filename)
 
 
 class _ListMutated(Exception):

@@ -22,6 +22,7 @@ Two kinds of objects are followed:
 from __future__ import annotations
 
 import copy
+import dis
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import torch
 
 from ..tracing.context import Traced
+from ..tracing.lists import GraphList
 from ..tracing.locations import user_location
 from ..tracing.symbols import SYMBOLIC
 
@@ -87,7 +89,8 @@ class Watch:
                     not _staged_writes(now, before, kind):
                 loc = user_location()
                 raise StateEffectError(
-                    f"a {type(obj).__name__} that outlives the call is changed inside a tensor `if` or loop"
+                    f"{_described(obj, now, before, kind)} that outlives the call is changed inside a tensor "
+                    f"`if` or loop"
                     f"{f' ({loc})' if loc else ''}: the graph decides at run time whether (and how often) that "
                     f"code runs, and Python objects can only be updated after the call as a whole. Compute the "
                     f"new values in the branch or loop into local variables (tensors), and store them after it")
@@ -101,12 +104,68 @@ class Watch:
                 _assign(obj, kind, contents)
 
 
+class Bindings:
+    """The module globals (`global g`) or closure cells (`nonlocal n`) a function rebinds, followed like an
+    object's attributes: a graph value bound to one of them is written back after each call."""
+
+    def __init__(self, what: str, slots: dict) -> None:
+        self.what = what  # "global" or "nonlocal"
+        self.slots = slots  # name -> the module's namespace (a global) or the cell (a nonlocal)
+
+    def contents(self) -> list:
+        out = []
+        for name, slot in self.slots.items():
+            if isinstance(slot, dict):
+                out.append((name, slot.get(name, _MISSING)))
+                continue
+            try:
+                out.append((name, slot.cell_contents))
+            except ValueError:  # an empty cell: the name is not bound yet
+                out.append((name, _MISSING))
+        return out
+
+    def assign(self, contents: list) -> None:
+        for name, value in contents:
+            slot = self.slots[name]
+            if isinstance(slot, dict):
+                if value is _MISSING:
+                    slot.pop(name, None)
+                else:
+                    slot[name] = value
+            elif value is _MISSING:
+                try:
+                    del slot.cell_contents
+                except ValueError:
+                    pass
+            else:
+                slot.cell_contents = value
+
+
+def _described(obj: Any, now: list, before: list, kind: str) -> str:
+    """`a dict`, or `the global 'g'` / `the nonlocal 'n'` (the names a trace rebound)."""
+    if kind != "names":
+        return f"a {type(obj).__name__}"
+    old = dict(before)
+    names = [k for k, v in now if old.get(k, _MISSING) is not v]
+    return f"the {obj.what} {', '.join(repr(n) for n in names)}"
+
+
 def watch_captures(fn: Any, watch: Watch) -> None:
-    """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals."""
+    """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals, and the globals and
+    closure variables it rebinds. A module (`ta.function(model)`): what its `forward` reads."""
+    if isinstance(fn, torch.nn.Module):
+        fn = type(fn).forward
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         return
+    stored_globals, stored_cells = _rebound(code)
+    glob = getattr(fn, "__globals__", {})
+    if stored_globals and isinstance(glob, dict):
+        watch.hold(Bindings("global", {n: glob for n in sorted(stored_globals)}))
+    cells = {n: c for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in stored_cells}
+    if cells:
+        watch.hold(Bindings("nonlocal", cells))
     for cell in fn.__closure__ or ():
         try:
             watch.hold(cell.cell_contents)
@@ -118,6 +177,22 @@ def watch_captures(fn: Any, watch: Watch) -> None:
             watch.hold(glob[name])
 
 
+def _rebound(code: types.CodeType) -> tuple[set, set]:
+    """(global names, free variable names) that `code` or the code nested in it assigns or deletes."""
+    globals_, cells = set(), set()
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            globals_.add(ins.argval)
+        elif ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
+            cells.add(ins.argval)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            more_globals, more_cells = _rebound(c)
+            globals_ |= more_globals
+            cells |= more_cells & set(c.co_freevars)
+    return globals_, cells
+
+
 def global_names(code: types.CodeType):
     yield from code.co_names
     for c in code.co_consts:
@@ -127,6 +202,8 @@ def global_names(code: types.CodeType):
 
 def object_kind(obj: Any) -> str | None:
     t = type(obj)
+    if t is Bindings:
+        return "names"
     if t is list:
         return "list"
     if t is dict:
@@ -143,7 +220,7 @@ def object_kind(obj: Any) -> str | None:
 def _persistent(obj: Any) -> bool:
     """An object of this library (a Variable, an optimizer, a tape) or of torch (a GradScaler): made once by the
     first trace and kept, as TensorFlow keeps the Variables a first trace creates; its updates are staged."""
-    if isinstance(obj, Traced):
+    if isinstance(obj, (Traced, *SYMBOLIC)):
         return False
     module = type(obj).__module__
     return module.startswith("torch_autograph.") or module.startswith("torch.")
@@ -166,6 +243,8 @@ def _contents(obj: Any, kind: str) -> Any:
         return list(obj)
     if kind == "dict":
         return list(obj.items())
+    if kind == "names":
+        return obj.contents()
     return list(vars(obj).items())
 
 
@@ -202,10 +281,10 @@ _MISSING = object()
 
 def _holds_graph(x: Any, depth: int = 0) -> bool:
     """A graph tensor or run-time number, or a list, tuple or dict holding one."""
-    if isinstance(x, Traced):
-        return isinstance(x, torch.Tensor)
-    if isinstance(x, SYMBOLIC):
+    if isinstance(x, SYMBOLIC):  # (a run-time number the tracer made is Traced too)
         return True
+    if isinstance(x, Traced):
+        return isinstance(x, (torch.Tensor, GraphList))
     if depth < _MAX_DEPTH and type(x) in (list, tuple, torch.Size):
         return any(_holds_graph(v, depth + 1) for v in x)
     if depth < _MAX_DEPTH and type(x) is dict:
@@ -233,6 +312,8 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
     elif kind == "dict":
         obj.clear()
         obj.update(contents)
+    elif kind == "names":
+        obj.assign(contents)
     else:
         d = vars(obj)
         keep = dict(contents)
@@ -245,7 +326,9 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
 
 # ----- the plan replayed at every call --------------------------------------------------------------
 # An item plan: ("out", i) the i-th effect output; ("arg", path) the call's argument object at path;
-# ("obj", x) x itself; ("num", int/float/bool, i) the Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items.
+# ("obj", x) x itself; ("list", i) the items of the i-th output (a graph list); ("num", int/float/bool, i) the
+# Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items;
+# ("copy", object, keys, plans) a shallow copy of an object the trace made, its entries planned.
 
 
 @dataclass(frozen=True)
@@ -329,6 +412,8 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
         return plan[1]
     if tag == "arg":
         return _at_path(bound, plan[1])
+    if tag == "list":
+        return list(outs[plan[1]])
     if tag == "num":
         return plan[1](outs[plan[2]].item())
     if tag == "item":
@@ -398,6 +483,14 @@ class _Planner:
     def value(self, x: Any, depth: int) -> tuple:
         if id(x) in self.paths:  # an argument's container, or a NumPy array argument (a stand-in while tracing)
             return ("arg", self.paths[id(x)])
+        if isinstance(x, SYMBOLIC):  # a run-time number: the graph gives it back as a 0-d tensor
+            number = next(py for sym, py in _NUMBER_OF.items() if isinstance(x, sym))
+            return ("num", number, self.value(torch.tensor(x), depth)[1])
+        if isinstance(x, GraphList):  # a list a tensor loop or branch grew: the graph gives back its items
+            if id(x) not in self._outputs:
+                self._outputs[id(x)] = self.to_output(x)
+                self.n_outputs += 1
+            return ("list", self._outputs[id(x)])
         if isinstance(x, Traced):
             if not isinstance(x, torch.Tensor):
                 raise StateEffectError(f"a {type(x).__name__} made by the trace is stored in a Python object "
@@ -407,11 +500,6 @@ class _Planner:
                 self._outputs[id(x)] = self.to_output(x)
                 self.n_outputs += 1
             return ("out", self._outputs[id(x)])
-        if isinstance(x, SYMBOLIC):  # a run-time number: the graph gives it back as a 0-d tensor
-            number = next(py for sym, py in _NUMBER_OF.items() if isinstance(x, sym))
-            return ("num", number, self.value(torch.tensor(x), depth)[1])
-        if id(x) in self.paths:
-            return ("arg", self.paths[id(x)])
         if id(x) in self.held_ids or isinstance(x, _SCALARS) or isinstance(x, torch.Tensor):
             return ("obj", x)
         t = type(x)

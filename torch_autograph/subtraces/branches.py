@@ -125,13 +125,18 @@ class Branch:
         # changed whichever way the graph goes at run time: the root trace's watch refuses that.
         watch = self.outer.root.python_state
         token = watch.token() if watch is not None else None
-        if self.state is not None:
-            with reenter(self.state):
-                out = fn(*args)
-        else:
-            with subtrace(self.graph, self.lift) as state:
-                self.state = state
-                out = fn(*args)
+        try:
+            if self.state is not None:
+                with reenter(self.state):
+                    out = fn(*args)
+            else:
+                with subtrace(self.graph, self.lift) as state:
+                    self.state = state
+                    out = fn(*args)
+        except Exception as e:
+            if self.state is not None:
+                self.state.failed = e  # a value of this trace used later says so (messages.leaked_tensor_error)
+            raise
         if token is not None:
             watch.check_unchanged(token)
         return out

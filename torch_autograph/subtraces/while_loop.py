@@ -277,9 +277,10 @@ class _Changes:
     refine: dict[int, Value] = field(default_factory=dict)  # graph list -> this element type
     define: dict[int, Any] = field(default_factory=dict)  # first assigned in the body -> this placeholder init
     relax: dict[int, tuple] = field(default_factory=dict)  # tensor whose shape changes -> its relaxed shape
+    rebound: dict[int, Any] = field(default_factory=dict)  # a Variable the body rebinds to a tensor -> its value
 
     def __bool__(self) -> bool:
-        return bool(self.promote or self.refine or self.define or self.relax)
+        return bool(self.promote or self.refine or self.define or self.relax or self.rebound)
 
 
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
@@ -341,9 +342,11 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()
     for _ in range(8):
-        changes = _type_changes(state, carried, inits, raw, body_out, names, origin)
+        changes = _type_changes(state, carried, inits, raw, body_out, names, origin, bb.graph)
         if not changes:
             break
+        if changes.rebound:  # the body read the Variable itself: trace it again reading the carried value
+            return _Retrace(promote=seen.promote, inferred={**seen.define, **changes.rebound})
         if changes.relax:  # a shape that changes between iterations: trace again with those dims symbolic
             return _Retrace(promote=seen.promote, inferred=seen.define, relax=changes.relax)
         if any(_symbol(carried[i]) in bb.state.augmented_symbols for i in changes.promote):
@@ -430,7 +433,7 @@ def _raw_words(r: Any, obj: Any) -> str:
 
 
 def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw: list, body_out: tuple,
-                  names: Sequence[str] | None, origin: SourceLocation | None) -> _Changes:
+                  names: Sequence[str] | None, origin: SourceLocation | None, body: Graph) -> _Changes:
     """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
     changes = _Changes()
     for i, (init, r) in enumerate(zip(inits, raw)):
@@ -441,6 +444,25 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 # it, checked at run time to have run at least once.
                 changes.define[i] = placeholder_init(r, name, origin)
                 continue
+            if "." not in name and _rebinds_tensor_like(init, out, body):
+                # `i = var` before the loop, `i = i + 1` in it: the first iteration reads the Variable's value,
+                # the later ones the tensor, so the loop carries that value from the start (a Variable no
+                # update in the body changes: else the first iteration's read would be out of order). Not an
+                # attribute (`self.v = self.v + 1`): the object would keep a graph value after the call.
+                changes.rebound[i] = torch.clone(init)
+                continue
+            if hasattr(type(init), "_ta_graph_value") and leaf_kind(out) is Leaf.TENSOR and "." in name:
+                raise TypeError(f"{quoted(name)} is {describe(init)} before the loop{where(origin)} and a tensor "
+                                f"after one iteration: a graph loop variable keeps its type, and an attribute "
+                                f"rebound to a tensor in a tensor loop would hold a graph value after the call. "
+                                f"Carry the value in a local variable (`v = {name}.read_value()` before the loop, "
+                                f"`v = v + 1` in it) and update the Variable after the loop (`{name}.assign(v)`).")
+            if hasattr(type(init), "_ta_graph_value") and leaf_kind(out) is Leaf.TENSOR:
+                raise TypeError(f"{quoted(name)} is {describe(init)} before the loop{where(origin)} and a tensor "
+                                f"after one iteration, and the loop body updates state: a graph loop variable "
+                                f"keeps its type, and the first iteration would read the Variable where the body "
+                                f"left it. Give it the value to start from before the loop (`{name} = "
+                                f"{name}.read_value()`), or keep the Variable and the tensor in two names.")
             if not (out is init or (type(out) is type(init) and _safe_eq(out, init))):
                 if leaf_kind(out) in (Leaf.TENSOR, Leaf.SCALAR, Leaf.PYSCALAR) and init is None:
                     raise ValueError(f"{quoted(name)} is None before the loop{where(origin)} but becomes "
@@ -486,6 +508,13 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                                  f"keeps its rank.")
             changes.relax[i] = tuple(d if same_dim(d, o) else None for d, o in zip(lv.shape, oshape))
     return changes
+
+
+def _rebinds_tensor_like(init: Any, out: Any, body: Graph) -> bool:
+    """Whether a loop variable holding a tensor-like object (a Variable: torch functions read its tensor) before
+    the loop is a tensor after one iteration, in a body that updates no state."""
+    return (hasattr(type(init), "_ta_graph_value") and not isinstance(init, torch.Tensor)
+            and leaf_kind(out) is Leaf.TENSOR and not any(n.stateful for n in walk_nodes(body)))
 
 
 def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tuple[int, Any]]:

@@ -38,9 +38,18 @@ def leaked_tensor_error(g: Any) -> InaccessibleTensorError:
     loc = user_location()
     where = f" (used at {loc})" if loc else ""
     owner = g._trace.graph.name if g._trace is not None else "?"
+    made = _creation(g)
+    failed = getattr(g._trace, "failed", None) if g._trace is not None else None
+    if failed is not None:
+        return InaccessibleTensorError(
+            f"{g!r} is out of scope and cannot be used here{where}: it was created{made} while tracing {owner!r}, "
+            f"which raised {type(failed).__name__}: {failed}\nAn `except` in the program caught that error while "
+            f"the graph was traced, and the code after it went on with this value of the failed trace.")
     return InaccessibleTensorError(
-        f"{g!r} is out of scope and cannot be used here{where}: it was created while tracing {owner!r}, "
-        f"which has ended. A graph tensor stored in a global, a list or an attribute is symbolic: such Python "
+        f"{g!r} is out of scope and cannot be used here{where}: it was created{made} while tracing {owner!r}, "
+        f"which has ended (a tensor `if` or loop body, if it is not the function: a value kept in a Python object "
+        f"there, e.g. appended to a list by a called function, is not the branch's or loop's state). "
+        f"A graph tensor stored in a global, a list or an attribute is symbolic: such Python "
         f"side effects run once, while tracing, so it holds no value of any call (in eager PyTorch it would "
         f"hold the last call's). Return it from the function instead (`loss = step(x)`, then `loss.item()`).")
 
@@ -53,6 +62,15 @@ def hidden_value_error(g: Any, why: str) -> InaccessibleTensorError:
     return InaccessibleTensorError(
         f"%{g._value.name} cannot be used here{where}{code}: {why}. Assign it in the `try` body to a "
         f"variable that every `except` clause assigns too, and read that variable after the `try`.")
+
+
+def _creation(g: Any) -> str:
+    """` at <the user's line>` of the op that made graph tensor `g`, or ''."""
+    trace, value = getattr(g, "_trace", None), getattr(g, "_value", None)
+    if trace is None or value is None:
+        return ""
+    node = next((n for n in trace.graph.nodes if any(o is value for o in n.outputs)), None)
+    return f" at {node.origin}" if node is not None and node.origin is not None else ""
 
 
 def warn_at_user_line(warning: Warning, loc: Any = None) -> None:

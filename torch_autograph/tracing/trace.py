@@ -54,6 +54,7 @@ class TraceState:
         self.symbols: SymbolTable = SymbolTable() if parent is None else parent.symbols
         self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
         self.closed = False
+        self.failed: BaseException | None = None  # what a sub-trace raised (its values may leak through an `except`)
         self._names: set[str] = set() if parent is None else self.root._names
         self._name_counters: dict[str, int] = {}  # base -> the next suffix to try (on the root)
         self._captures: dict[int, GraphTensor] = {}

@@ -138,7 +138,10 @@ class _ControlFlowTransformer(transformer.Transformer):
         # A list or dict whose elements the statement assigns (`keys[i] = k`) is state too, though the name
         # is not rebound: see `_element_writes`.
         element_writes = anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
-        names = sorted(((modified | element_writes) & live) - self.globals - self.nonlocals)
+        # A `global`/`nonlocal` name the statement rebinds outlives the function: state whether or not this
+        # function reads it later (a staged loop or branch gives its value back; the call then rebinds it).
+        escaping = modified & (self.globals | self.nonlocals)
+        names = sorted((((modified | element_writes) & live) - self.globals - self.nonlocals) | escaping)
         return state_lib.State.build(names, anno.getanno(node, _Static.MODIFIED_QNS, ()),
                                      modified | element_writes | self.globals | self.nonlocals, self.ctx.namer)
 
@@ -154,11 +157,12 @@ class _ControlFlowTransformer(transformer.Transformer):
             call.keywords.append(gast.keyword(arg="element_writes", value=templates.strings_tuple(only)))
         return call
 
-    def _declarations(self, body: list) -> list:
-        """global/nonlocal statements the generated function needs to modify those names."""
+    def _declarations(self, body: list, state: state_lib.State) -> list:
+        """global/nonlocal statements the generated function needs to modify those names (not its state's:
+        parameters, or declared by `_write_through`)."""
         if not (self.globals or self.nonlocals):
             return []
-        modified = activity.activity_of(body).modified
+        modified = activity.activity_of(body).modified - set(state.names)
         decls = []
         if modified & self.globals:
             decls.append(gast.Global(names=sorted(modified & self.globals)))
@@ -169,10 +173,11 @@ class _ControlFlowTransformer(transformer.Transformer):
     def _function(self, fname: str, state: state_lib.State, body: list, returns: gast.expr,
                   origin: gast.AST, extra_params: tuple = ()) -> tuple[str, gast.FunctionDef]:
         body = [s for s in body if not isinstance(s, gast.Pass)]  # the return follows
+        state_lib.undeclare(body, set(state.names))
         params, through = self._write_through(state, body, returns)
         (fn,) = templates.replace("def fname(params):\n    body\n    return ret",
                                   fname=fname, params=list(extra_params) + params,
-                                  body=self._declarations(body) + through + state.restores() + body,
+                                  body=self._declarations(body, state) + through + state.restores() + body,
                                   ret=returns)
         return fname, transformer.copy_location(fn, origin)
 
@@ -184,14 +189,20 @@ class _ControlFlowTransformer(transformer.Transformer):
         comes in under a fresh parameter and is stored into that variable
         (`nonlocal i; i = i_1`): a closure called while the body is traced sees
         the value of the iteration (or branch) being traced. Only functions that
-        call something can run a closure.
+        call something can run a closure. The same holds for the function's own
+        `global` and `nonlocal` names (`global g; g = g_1`): any function called
+        may read them.
         """
         params = state.params
-        shared = [n for n in state.names if n in self.captured]
+        shared = [n for n in state.names if n in self.captured or n in self.globals or n in self.nonlocals]
         if not shared or not any(_calls(part) for part in body + [returns]):
             return params, []
         fresh = {n: self.ctx.namer.new_symbol(n) for n in shared}
-        prologue = [gast.Nonlocal(names=shared)]
+        prologue = []
+        if [n for n in shared if n in self.globals]:
+            prologue.append(gast.Global(names=[n for n in shared if n in self.globals]))
+        if [n for n in shared if n not in self.globals]:
+            prologue.append(gast.Nonlocal(names=[n for n in shared if n not in self.globals]))
         for n in shared:
             prologue += templates.replace("var = param", var=n, param=fresh[n])
         return [fresh.get(p, p) for p in params], prologue
@@ -235,8 +246,8 @@ class _ControlFlowTransformer(transformer.Transformer):
         defined = anno.getanno(node, _Static.MAYBE_DEFINED_IN, frozenset())
         inits = []
         for n in state.names:
-            if n in self.params[-1]:
-                continue  # a parameter of the enclosing generated function: bound
+            if n in self.params[-1] or n in self.globals or n in self.nonlocals:
+                continue  # a parameter of the enclosing generated function, or bound outside the function
             if n not in defined or (incoming_used is not None and n not in incoming_used):
                 inits += templates.replace("var = ag__.Undefined(var_name)", var=n,
                                            var_name=transformer.constant(n))
@@ -249,9 +260,17 @@ class _ControlFlowTransformer(transformer.Transformer):
         return [gast.Assign(targets=[state.targets()], value=call, type_comment=None)
                 ] + state.restores()
 
-    @staticmethod
-    def _options(node: gast.stmt) -> Optional[gast.Dict]:
-        options = anno.getanno(node, anno.Basic.LOOP_OPTIONS)
+    def _options(self, node: gast.stmt, state: state_lib.State) -> Optional[gast.Dict]:
+        """The loop's options: `set_loop_options`'s, and `unused_after`, the state names unbound before the loop
+        that no code after it reads (carried only because an iteration may read them): a loop that runs zero
+        times leaves them unbound without a run-time check."""
+        options = dict(anno.getanno(node, anno.Basic.LOOP_OPTIONS) or {})
+        live_out = anno.getanno(node, _Static.LIVE_OUT, frozenset())
+        defined = anno.getanno(node, _Static.MAYBE_DEFINED_IN, frozenset())
+        unused = [n for n in state.names if n not in defined and n not in live_out
+                  and n not in self.globals and n not in self.nonlocals and n not in self.captured]
+        if unused:
+            options["unused_after"] = templates.strings_tuple(unused)
         if not options:
             return None
         return gast.Dict(keys=[transformer.constant(k) for k in options],
@@ -274,7 +293,8 @@ class _ControlFlowTransformer(transformer.Transformer):
         # Read by a branch before it assigns them (e.g. after a loop that may not run) but
         # dead after the `if`: passed in, and left undefined by both branches.
         # A container the branches only assign elements of is never dead: other names may hold it.
-        dead = frozenset(state.names) - live_out - anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+        dead = (frozenset(state.names) - live_out - anno.getanno(node, _Static.ELEMENT_WRITES, frozenset())
+                - self.globals - self.nonlocals)
         false_name = self.ctx.namer.new_symbol("if_false") if node.orelse or dead else None
         self._visit_children(node, state.params)
         returns = self._branch_outputs(state, dead)
@@ -317,7 +337,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             "ag__.while_stmt(test_name, body_name, state, names)", test_name=test_name,
             body_name=body_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
-        options = self._options(node)
+        options = self._options(node, state)
         if options is not None:
             call.args.append(options)
         self._element_writes(call, node, state)
@@ -357,7 +377,7 @@ class _ControlFlowTransformer(transformer.Transformer):
             "ag__.for_stmt(iter_, extra_test, body_name, state, names)", iter_=iter_,
             extra_test=extra_name, body_name=body_name, state=state.values(),
             names=templates.strings_tuple(state.labels))
-        options = self._options(node)
+        options = self._options(node, state)
         if options is not None:
             call.args.append(options)
         self._element_writes(call, node, state)

@@ -106,3 +106,24 @@ class State:
                                      parent=_load(qn.parent),
                                      key=transformer.constant(qn.name), alias=alias)
         return out
+
+
+def undeclare(body: list, names: set) -> None:
+    """Drop `names` from the `global`/`nonlocal` statements in `body`'s blocks: in the generated function they
+    are parameters (or declared by its prologue, `_write_through`); an emptied statement becomes `pass`."""
+    for n in transformer.walk_statements(body):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue  # its own scope: its declarations are its own
+        for field in transformer.BLOCK_FIELDS:
+            block = getattr(n, field, None)
+            if type(block) is list:
+                _undeclare_block(block, names)
+    _undeclare_block(body, names)
+
+
+def _undeclare_block(block: list, names: set) -> None:
+    for k, s in enumerate(block):
+        if isinstance(s, (gast.Global, gast.Nonlocal)) and names & set(s.names):
+            s.names = [n for n in s.names if n not in names]
+            if not s.names:
+                block[k] = transformer.copy_location(gast.Pass(), s)
