@@ -135,10 +135,11 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     outputs: list[Value] = []
     for k, a in enumerate(leaves):
         name = leaf_names[k] if k < len(leaf_names) else f"output {k}"
-        merged = _merge(state, branches, name, a, [h[k] for h in per_handler], label)
-        if merged is None:
-            results.append(a)
+        shared = _shared_python(a, [h[k] for h in per_handler])
+        if shared is not None:
+            results.append(shared[0])
             continue
+        merged = _merge(state, branches, name, a, [h[k] for h in per_handler], label)
         va, vbs, out = merged
         body_vals.append(va)
         for hv, vb in zip(handler_vals, vbs):
@@ -193,14 +194,25 @@ def _names(classes: tuple[type, ...]) -> str:
     return ", ".join(c.__name__ for c in classes) if len(classes) == 1 else f"({', '.join(c.__name__ for c in classes)})"
 
 
-def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
-           label: str) -> tuple[Any, list[Any], Value] | None:
-    """None for a Python value every path shares; else (body value, handler values, merged Value)."""
-    ka, kbs = leaf_kind(a), [leaf_kind(b) for b in bs]
-    python = (Leaf.PYSCALAR, Leaf.OBJECT, Leaf.UNSET)
-    if ka in python and all(kb is Leaf.UNSET or (kb in python and type(b) is type(a) and (b is a or _eq(a, b)))
-                            for b, kb in zip(bs, kbs)):
+def _shared_python(a: Any, bs: list[Any]) -> tuple[Any] | None:
+    """(the value,) when every path that assigns the variable gives it the same Python value; the paths that
+    leave it unassigned never read it (as for the two branches of a graph `if`)."""
+    assigned = [x for x in (a, *bs) if x is not UNSET]
+    if not assigned:
+        return (a,)
+    first = assigned[0]
+    if any(leaf_kind(x) not in (Leaf.PYSCALAR, Leaf.OBJECT) for x in assigned):
         return None
+    if all(type(x) is type(first) and (x is first or _eq(first, x)) for x in assigned):
+        return (first,)
+    return None
+
+
+def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+           label: str) -> tuple[Any, list[Any], Value]:
+    """(body value, handler values, merged Value) of a variable the paths give graph values or differing
+    Python values."""
+    ka, kbs = leaf_kind(a), [leaf_kind(b) for b in bs]
     if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
         # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
         # in place by the body: graph lists on every path, holding each path's items.
