@@ -35,6 +35,12 @@ def _qwen2():
         vocab_size=V, attn_implementation="sdpa"))
 
 
+def _mistral():
+    return transformers.MistralForCausalLM(transformers.MistralConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=V, sliding_window=4, attn_implementation="sdpa"))
+
+
 def _cache_keyword(model):
     # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until it goes in 5.40)
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -93,6 +99,9 @@ _SLOW = [pytest.mark.slow]  # about 15 s each on 2 cores: `make test` runs the l
     pytest.param(_gpt2, 2, id="gpt2-2", marks=_SLOW),
     pytest.param(_qwen2, 1, id="qwen2-1", marks=_SLOW),
     pytest.param(_qwen2, 2, id="qwen2-2", marks=_SLOW),
+    pytest.param(_mistral, 2, id="mistral-2", marks=_SLOW + [pytest.mark.xfail(strict=True, reason=(
+        "the sliding-window cache layer crops its tensors with a size known only when the graph runs, which a "
+        "torch op reads as an int: 'SymIntArrayRef expected to contain only concrete integers'"))]),
 ])
 def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, batch):
     torch.manual_seed(0)
@@ -110,7 +119,8 @@ def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, bat
     assert len(f.trace_history()) == 1  # one graph: the stop is decided when it runs
 
 
-@pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2", marks=_SLOW)])
+@pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2", marks=_SLOW),
+                                  pytest.param(_mistral, id="mistral", marks=_SLOW)])
 def test_greedy_decoding_without_a_cache_equals_eager(make):
     torch.manual_seed(0)
     model = make().eval()
@@ -137,3 +147,18 @@ def test_a_forward_with_use_cache_returns_a_cache_eager_code_can_go_on_with():
             kw = _cache_keyword(model)
             torch.testing.assert_close(model(input_ids=nxt, **{kw: out.past_key_values}).logits,
                                        model(input_ids=nxt, **{kw: want.past_key_values}).logits)
+
+
+def test_generate_inside_a_function_runs_or_names_what_stops_it():
+    torch.manual_seed(0)
+    model = _llama().eval()
+    ids = torch.randint(1, V, (1, T))
+    f = ta.function(lambda i: model.generate(i, max_new_tokens=3, do_sample=False))
+    with torch.no_grad():
+        eager = model.generate(ids, max_new_tokens=3, do_sample=False)
+        try:
+            got = f(ids)
+        except (TypeError, ValueError, RuntimeError) as e:  # refused: a clear error at a line, not an internal one
+            assert "bug in torch_autograph" not in str(e) and ".py:" in str(e), e
+        else:
+            assert torch.equal(got, eager)
