@@ -7,6 +7,7 @@ code) turns their lines back into the user's file and line.
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import sys
@@ -20,8 +21,13 @@ PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 
 def is_library_file(filename: str) -> bool:
-    """Whether a frame of this file belongs to torch_autograph, torch or generated code (not to the user)."""
-    return filename.startswith(PACKAGE_DIR) or filename.startswith(TORCH_DIR) or filename.startswith("<")
+    """Whether a frame of this file belongs to torch_autograph, torch or generated code (not to the user); the
+    frames of `contextlib` are the machinery of a `with` (this package's own, when it raises from one)."""
+    return filename.startswith(PACKAGE_DIR) or filename.startswith(TORCH_DIR) or filename.startswith("<") or \
+        filename == _CONTEXTLIB
+
+
+_CONTEXTLIB = contextlib.__file__
 
 
 _FILE_KINDS: dict[str, int] = {}  # filename -> _USER, _LIBRARY or _GENERATED
