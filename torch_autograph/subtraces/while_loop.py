@@ -223,10 +223,11 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
     apart: set = set()  # entry sizes whose open dims the body grows differently (see SharedSizes)
+    shrinks: set = set()  # entry sizes whose open dims the body makes smaller (see SharedSizes)
     for _ in range(8):
         try:
             result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                                bounds, origin, promote, leaf_require, refined, inferred, apart)
+                                bounds, origin, promote, leaf_require, refined, inferred, apart, shrinks)
         except FirstAssignedInBranch as e:
             # A variable first assigned in this loop, in one branch of a graph `if` of its body: as in
             # TensorFlow, it starts at a placeholder of that type, which the other branch carries on.
@@ -286,7 +287,7 @@ class _Changes:
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, bounds: tuple,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
-               refined: dict[int, Value], inferred: dict[int, Any], apart: set) -> Any:
+               refined: dict[int, Value], inferred: dict[int, Any], apart: set, shrinks: set) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
     for i, v in enumerate(loop_vars):
@@ -297,7 +298,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
-    shared = SharedSizes(apart)
+    shared = SharedSizes(apart, shrinks)
     for i, v in enumerate(inits):
         if leaf_kind(v) not in (Leaf.OBJECT, Leaf.UNSET):
             carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin, shared=shared)
@@ -338,6 +339,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     broken = shared.broken(raw)
     if broken:  # dims equal on entry that one iteration makes different: trace again with them apart
         apart.update(broken)
+        return _Retrace()
+    unfounded = shared.unfounded(raw)
+    if unfounded:  # dims traced as never below their entry size that one iteration makes smaller
+        shrinks.update(unfounded)
         return _Retrace()
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()
