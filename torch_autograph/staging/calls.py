@@ -29,12 +29,8 @@ import torch
 from .. import interop
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
-from ..subtraces.branches import number_to_tensor
-from ..subtraces.user_ops import cond, label_of, py_function
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.symbols import is_graph_value, is_symbolic
-from ..tracing.tensor import GraphTensor
+from ..subtraces import cond, label_of, number_to_tensor, py_function
+from ..tracing import GraphTensor, current, is_graph_value, is_symbolic, user_location
 from .numpy_calls import numpy_conversion
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------

@@ -8,9 +8,7 @@ from typing import Any, Sequence
 import torch
 
 from ..graph import SourceLocation, Value, ValueKind
-from ..tracing import lists
-from ..tracing.symbols import OutputDim, constant_of, same_dim
-from ..tracing.trace import TraceState
+from ..tracing import OutputDim, TraceState, constant_of, lists, same_dim
 from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
 
 

@@ -58,15 +58,11 @@ from ..graph import (
     ValueKind,
     WhileOp,
     control_op,
+    eliminate_dead_code,
     unique_values,
     walk_nodes,
 )
-from ..graph.passes.dead_code import eliminate_dead_code
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.symbols import constant_of, is_graph_value, same_dim
-from ..tracing.trace import TraceState
+from ..tracing import TraceState, constant_of, current, is_graph_value, lists, same_dim, user_location
 from .branches import (
     UNSET,
     Branch,

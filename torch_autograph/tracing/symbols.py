@@ -43,8 +43,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Node, Value, ValueKind
-from ..graph.ops import Expression
+from ..graph import Expression, Node, Value, ValueKind
 from .context import Traced
 
 TraceState = Any  # trace.TraceState: trace.py imports this module, so it is not imported here
