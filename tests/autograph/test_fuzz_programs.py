@@ -61,11 +61,11 @@ def test_original_converted_and_staged_agree(source, args):
     _check(source, args)
 
 
-@pytest.mark.slow
-@settings(max_examples=500, **_SETTINGS)
-@given(source=program_gen.programs(), args=st.tuples(*[st.integers(-6, 7)] * 3))
-def test_original_converted_and_staged_agree_500_programs(source, args):
-    _check(source, args)
+# The 500 programs `make test` checked before its time was cut: the same inner function, so the same programs
+# (derandomize seeds hypothesis from the function's source and name).
+test_original_converted_and_staged_agree_500_programs = pytest.mark.slow(settings(max_examples=500, **_SETTINGS)(
+    given(source=program_gen.programs(), args=st.tuples(*[st.integers(-6, 7)] * 3))(
+        test_original_converted_and_staged_agree.hypothesis.inner_test)))
 
 
 def _outcome(source, args):
