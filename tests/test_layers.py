@@ -152,13 +152,19 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_every_arrow_points_down_the_layers():
-    edges, external = import_graph(PACKAGE)
+@pytest.fixture(scope="module")
+def package_imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """`import_graph` of the package, read once for the two checks below (neither changes it)."""
+    return import_graph(PACKAGE)
+
+
+def test_every_arrow_points_down_the_layers(package_imports):
+    edges, external = package_imports
     assert wrong_arrows(edges, external) == []
 
 
-def test_no_import_cycles_between_modules():
-    edges, _ = import_graph(PACKAGE)
+def test_no_import_cycles_between_modules(package_imports):
+    edges, _ = package_imports
     assert cycles(edges) == []
 
 
