@@ -18,6 +18,7 @@ from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
 from ..state.module_guards import ModuleStructure
 from ..state.python_state import StateEffects
+from ..state.state_reads import StateReads
 from ..tracing.spec import TensorSpec
 from ..tracing.tensor import GraphTensor
 from . import signatures as sig
@@ -47,7 +48,7 @@ class ConcreteFunction:
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
                  checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = (),
                  effects: StateEffects | None = None, n_results: int = 0,
-                 structure: ModuleStructure | None = None) -> None:
+                 structure: ModuleStructure | None = None, reads: StateReads | None = None) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
@@ -67,8 +68,11 @@ class ConcreteFunction:
         self.module_guards = guards
         self.effects = effects
         self.structure = structure
+        # The tensors it reads from Python objects at every call (inputs after the arguments'), and whether the
+        # objects hold tensors of the traced types.
+        self.reads = reads
         self.guards = guards + ((effects,) if effects is not None and effects.guard else ()) + \
-            ((structure,) if structure is not None else ())
+            ((structure,) if structure is not None else ()) + ((reads,) if reads is not None else ())
         self.last_used = 0
         self._compiled = compiled
         self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
@@ -135,6 +139,8 @@ class ConcreteFunction:
     def run(self, flat: Any, bound: dict | None = None) -> Any:
         """Run the graph on its flat tensor inputs; the one epilogue every call path shares. `bound`: the call's
         arguments, where the trace changed containers among them (None on the fast path: it has none)."""
+        if self.reads is not None:
+            flat = self.reads.extend(flat)
         try:
             # One module attribute read when no profiler runs: the per-call cost of the ranges below.
             out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
@@ -187,6 +193,9 @@ class ConcreteFunction:
                 return False
         effects = self.effects
         if effects is not None and effects.guard and not effects.guard_holds():
+            return False
+        reads = self.reads
+        if reads is not None and not reads.holds():
             return False
         for ref, training in self.module_guards:
             m = ref()

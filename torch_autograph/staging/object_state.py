@@ -221,7 +221,7 @@ def _follow(obj: Any, path: str, depth: int, held: list, seen: set) -> None:
     if depth > _MAX_DEPTH or id(obj) in seen or len(seen) >= _MAX_OBJECTS:
         return
     kind = object_kind(obj)
-    if kind is None:
+    if kind is None or kind == "module":  # (a module's attributes: AutoGraph carries the `self.x` it names)
         return
     seen.add(id(obj))
     held.append((obj, kind, path))
