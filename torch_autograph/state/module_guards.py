@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from ..graph import autocast_state
+
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.ParameterList,
                torch.nn.ParameterDict)
 _ENTRY_WORDS = {"_parameters": "parameter", "_buffers": "buffer", "_modules": "submodule"}
@@ -40,6 +42,8 @@ class ModuleStructure:
     def __init__(self, entries: list[tuple[torch.nn.Module, str, str, Any]],
                  sizes: list[tuple[torch.nn.Module, str, int]]) -> None:
         self.holds = _compile(entries, sizes)
+        # `holds()` and no autocast region around the call (the whole guard of a trace made without one).
+        self.holds_without_autocast = _compile(entries, sizes, no_autocast=True)
         # For the reason only, and weakly: a trace must not keep alive the instance of the method it traced (its
         # Function is held weakly by the instance). The dicts `holds` tests do not refer to their module.
         self._entries = tuple((weakref.ref(m), *rest) for m, *rest in entries)
@@ -78,7 +82,7 @@ class ModuleStructure:
 _MISSING = object()
 
 
-def _compile(entries: tuple, sizes: tuple) -> Any:
+def _compile(entries: tuple, sizes: tuple, no_autocast: bool = False) -> Any:
     """`holds()`: True while every entry holds its object. One expression, run at every call of the graph.
 
     A dict all of whose entries are guarded is compared whole, `d == {k: v, ...}` (one C loop over its keys,
@@ -87,10 +91,11 @@ def _compile(entries: tuple, sizes: tuple) -> Any:
     `==` an elementwise tensor, whose truth raises: caught, the guard fails). Other dicts (a one-element
     tensor, whose `==` would compare values) get one `d[k] is v` test per entry.
     """
-    if not entries and not sizes:
-        return lambda: True
     env: dict[str, Any] = {}
     tests = []
+    if no_autocast:
+        env["any_autocast"], env["autocast_state"] = torch._C._is_any_autocast_enabled, autocast_state
+        tests.append("(not any_autocast() or autocast_state() is None)")
     groups: dict[int, list] = {}
     for m, where, key, obj in entries:
         d = vars(m) if where == "" else vars(m)[where]
@@ -110,9 +115,12 @@ def _compile(entries: tuple, sizes: tuple) -> Any:
             continue  # (compared whole: its size too)
         env[f"s{i}"] = vars(m)[where]
         tests.append(f"len(s{i}) == {n}")
+    if not tests:
+        return lambda: True
     # A dict the module later rebuilds (Sequential.__delitem__) is caught by the test on the module's __dict__
     # (the old dict still compares equal); a deleted key raises KeyError, a tensor's `==` RuntimeError.
-    src = "def holds():\n    try:\n        return " + " and ".join(tests) + \
+    # The values as defaults of the function: read as fast locals.
+    src = f"def holds({', '.join(f'{k}={k}' for k in env)}):\n    try:\n        return " + " and ".join(tests) + \
         "\n    except Exception:\n        return False\n"
     code = compile(src, "<torch_autograph module guards>", "exec")
     exec(code, env)  # noqa: S102 (the code is ours: names of the values bound above)
