@@ -164,3 +164,30 @@ def test_gradients_reach_a_leaf_tensor_the_user_puts_in_a_captured_dict():
         f(x).backward()
         torch.testing.assert_close(st["w"].grad, x)
     assert f.experimental_get_tracing_count() == 1
+
+
+class LoopAndBranch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.acc = torch.zeros(2)
+        self.hits = torch.tensor(0)
+
+    def forward(self, x, n):
+        i = torch.tensor(0)
+        while i < n:  # a tensor loop carrying the attribute
+            self.acc = self.acc + x
+            i = i + 1
+        if x.sum() > 0:  # a tensor `if` setting it in one branch
+            self.hits = self.hits + 1
+        return self.acc * 2
+
+
+def test_module_attributes_set_in_a_tensor_loop_and_branch_match_eager_over_calls():
+    eager, graph = LoopAndBranch(), LoopAndBranch()
+    f = ta.function(graph)
+    for n in (2, 0, 3, 1):
+        x = torch.tensor([1.0, float(n) - 2])
+        torch.testing.assert_close(f(x, torch.tensor(n)), eager(x, n))
+        _assert_plain_equal(graph.acc, eager.acc)
+        _assert_plain_equal(graph.hits, eager.hits)
+    assert f.experimental_get_tracing_count() == 1

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from ..autograph.pyct.origin_info import Origin
-from ..state.python_state import StateEffectError, global_names, object_kind
+from ..state.python_state import StateEffectError, global_names, object_kind, users_function
 from ..tracing.context import Traced, current
 from ..tracing.lists import GraphList
 from ..tracing.symbols import SYMBOLIC
@@ -196,7 +196,8 @@ _MISSING = object()
 
 def _roots(fns: Sequence[Callable], depth: int = 0) -> Iterator[tuple[str, Any]]:
     """The objects `fns` read: their closure cells (by variable name) and the globals their code names, and
-    those of the functions in their cells (AutoGraph's wrappers of a loop body, an unrolled iteration)."""
+    those of the functions in their cells (AutoGraph's wrappers of a loop body, an unrolled iteration) and of
+    the user's functions among those globals (what a called function changes)."""
     for fn in fns:
         fn = getattr(fn, "__func__", fn)
         code = getattr(fn, "__code__", None)
@@ -214,7 +215,10 @@ def _roots(fns: Sequence[Callable], depth: int = 0) -> Iterator[tuple[str, Any]]
         glob = getattr(fn, "__globals__", {})
         for name in global_names(code):
             if name in glob:
-                yield name, glob[name]
+                value = glob[name]
+                yield name, value
+                if depth < _MAX_WRAPPERS and users_function(value):
+                    yield from _roots((value,), depth + 1)  # a called `note(v)` changing a dict never named here
 
 
 def _follow(obj: Any, path: str, depth: int, held: list, seen: set) -> None:

@@ -57,24 +57,31 @@ class Watch:
     # inside another: the tensors read at each call are read along that path (an inner dict replaced is seen).
     parents: dict = field(default_factory=dict)
     _seen: set = field(default_factory=set)
+    # How many objects were followed, apart from modules' trees (and what is in them): a large model's modules
+    # use up their own budget, never that of the lists and dicts the function captures.
+    _counts: dict = field(default_factory=lambda: {False: 0, True: 0})
 
-    def hold(self, obj: Any, depth: int = 0, parent: tuple | None = None) -> None:
+    def hold(self, obj: Any, depth: int = 0, parent: tuple | None = None, in_module: bool = False) -> None:
         """Follow `obj` (and the containers inside it, and a module's submodules) by identity."""
-        if depth > _MAX_DEPTH or id(obj) in self._seen or len(self._seen) >= _MAX_OBJECTS:
+        if depth > _MAX_DEPTH or id(obj) in self._seen:
             return
         kind = object_kind(obj)
         if kind is None:
             return
+        in_module = in_module or kind == "module"
+        if self._counts[in_module] >= _MAX_OBJECTS:
+            return
+        self._counts[in_module] += 1
         self._seen.add(id(obj))
         if parent is not None:
             self.parents[id(obj)] = parent
         contents = _contents(obj, kind)
         self.held.append((obj, kind, contents))
         for key, v in (enumerate(contents) if kind == "list" else contents):
-            self.hold(v, depth + 1, (obj, step_of(kind, key)))
+            self.hold(v, depth + 1, (obj, step_of(kind, key)), in_module)
         if kind == "module":
             for name, m in obj._modules.items():
-                self.hold(m, depth + 1, (obj, ("submodule", name)))
+                self.hold(m, depth + 1, (obj, ("submodule", name)), True)
 
     def argument(self, container: Any, path: tuple) -> None:
         """Follow a container the trace built around placeholders for the argument at `path`."""
@@ -159,17 +166,23 @@ def _described(obj: Any, now: list, before: list, kind: str) -> str:
     return f"the {obj.what} {', '.join(repr(n) for n in names)}"
 
 
-def watch_captures(fn: Any, watch: Watch) -> None:
+_MAX_CALLEES = 3  # functions followed into from the traced one (`f` calls `note`, which changes a global dict)
+
+
+def watch_captures(fn: Any, watch: Watch, depth: int = 0, seen: set | None = None) -> None:
     """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals, and the globals and
-    closure variables it rebinds. A module (`ta.function(model)`): itself (its submodules too), and what its
+    closure variables it rebinds; the same for the user's functions it names there (a called `note(v)` that
+    changes a dict `fn` never names). A module (`ta.function(model)`): itself (its submodules too), and what its
     `forward` reads."""
     if isinstance(fn, torch.nn.Module):
         watch.hold(fn)
         fn = type(fn).forward
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
-    if code is None:
+    seen = set() if seen is None else seen
+    if code is None or id(code) in seen:
         return
+    seen.add(id(code))
     stored_globals, stored_cells = _rebound(code)
     glob = getattr(fn, "__globals__", {})
     if stored_globals and isinstance(glob, dict):
@@ -177,15 +190,24 @@ def watch_captures(fn: Any, watch: Watch) -> None:
     cells = {n: c for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in stored_cells}
     if cells:
         watch.hold(Bindings("nonlocal", cells))
+    named = []
     for cell in fn.__closure__ or ():
         try:
-            watch.hold(cell.cell_contents)
+            named.append(cell.cell_contents)
         except ValueError:  # an empty cell
             pass
     glob = getattr(fn, "__globals__", {})
-    for name in global_names(code):
-        if name in glob:
-            watch.hold(glob[name])
+    named.extend(glob[name] for name in global_names(code) if name in glob)
+    for value in named:
+        watch.hold(value)
+        if depth < _MAX_CALLEES and users_function(value):
+            watch_captures(value, watch, depth + 1, seen)
+
+
+def users_function(value: Any) -> bool:
+    """A Python function of the user's (not of torch or of this library: their state is staged)."""
+    return isinstance(value, types.FunctionType) and \
+        not (value.__module__ or "").startswith(("torch.", "torch_autograph"))
 
 
 def _rebound(code: types.CodeType) -> tuple[set, set]:
