@@ -12,6 +12,7 @@ import gc
 import types
 import weakref
 
+import pytest
 import torch
 
 import torch_autograph as ta
@@ -191,3 +192,42 @@ def test_module_attributes_set_in_a_tensor_loop_and_branch_match_eager_over_call
         _assert_plain_equal(graph.acc, eager.acc)
         _assert_plain_equal(graph.hits, eager.hits)
     assert f.experimental_get_tracing_count() == 1
+
+
+def test_a_captured_list_s_tensor_replaced_between_calls_is_read_at_each_call():
+    weights = [torch.ones(2), torch.zeros(2)]
+
+    def h(x):
+        return x * weights[0] + weights[1]
+
+    f = ta.function(h)
+    for i in range(3):
+        weights[0] = torch.full((2,), float(i + 2))
+        weights[1] = torch.full((2,), -float(i))
+        torch.testing.assert_close(f(torch.ones(2)), h(torch.ones(2)))
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_a_tensor_held_by_two_entries_is_guarded_by_identity():
+    t = torch.ones(2)
+    st = {"a": t, "b": t}  # one tensor, two entries: which one a use read is not known
+
+    def h(x):
+        return x * st["a"]
+
+    f = ta.function(h)
+    f(torch.ones(2))
+    st["a"] = torch.full((2,), 5.0)
+    torch.testing.assert_close(f(torch.ones(2)), h(torch.ones(2)))
+    assert f.experimental_get_tracing_count() == 2
+    reasons = " ".join(r for e in f.trace_history() for r in e.reasons)
+    assert "dict['a']" in reasons or "dict['b']" in reasons
+
+
+def test_a_concrete_function_called_with_an_entry_of_another_shape_raises_naming_it():
+    st = {"w": torch.ones(2)}
+    f = ta.function(lambda x: x * st["w"])
+    cf = f.get_concrete_function(torch.ones(2))
+    st["w"] = torch.ones(3, 2)
+    with pytest.raises(ta.errors.InvalidArgumentError, match=r"dict\['w'\] holds Tensor float32\[3, 2\]"):
+        cf(torch.ones(2))

@@ -121,6 +121,9 @@ class ConcreteFunction:
                 raise InvalidArgumentError(f"{self.name} was traced assuming {broken}, which these arguments break "
                                            f"(sizes known only when it runs met an assumption made while tracing); "
                                            f"call the Function, which traces again for them")
+        if self.reads is not None and not checked and not self.reads.holds():
+            raise InvalidArgumentError(f"{self.name} reads a tensor kept in a Python object at every call, and "
+                                       f"{self.reads.reason()}; call the Function, which traces again for it")
         return self.run(flat, bound)
 
     def flat_inputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
