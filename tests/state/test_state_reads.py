@@ -231,3 +231,29 @@ def test_a_concrete_function_called_with_an_entry_of_another_shape_raises_naming
     st["w"] = torch.ones(3, 2)
     with pytest.raises(ta.errors.InvalidArgumentError, match=r"dict\['w'\] holds Tensor float32\[3, 2\]"):
         cf(torch.ones(2))
+
+
+def test_a_tensor_entry_the_first_trace_creates_is_not_recreated_at_each_call():
+    # `if "h" not in state`: the trace made the entry; a call that finds it made traces again, which reads it
+    state = {}
+
+    def step(x):
+        if "h" not in state:
+            state["h"] = torch.zeros(2)
+        state["h"] = state["h"] + x
+        return state["h"] * 1
+
+    ref = {}
+
+    def eager(x):
+        if "h" not in ref:
+            ref["h"] = torch.zeros(2)
+        ref["h"] = ref["h"] + x
+        return ref["h"] * 1
+
+    f = ta.function(step)
+    for i in range(4):
+        x = torch.full((2,), float(i + 1))
+        torch.testing.assert_close(f(x), eager(x))
+        _assert_plain_equal(state["h"], ref["h"])
+    assert f.experimental_get_tracing_count() == 2

@@ -115,13 +115,16 @@ def test_module_parameters_and_buffers_are_captured_by_reference():
     assert traced.experimental_get_tracing_count() == 1
 
 
-def test_rebinding_a_closure_name_is_not_seen_but_inplace_updates_are():
+def test_a_new_tensor_in_a_captured_dict_and_inplace_updates_are_both_seen():
     state = {"w": torch.ones(3)}
     traced = ta.function(lambda x: x * state["w"], autograph=False)
     x = torch.randn(3)
     torch.testing.assert_close(traced(x), x)
-    state["w"] = torch.full((3,), 2.0)  # a new tensor: frozen trace keeps the old one
-    torch.testing.assert_close(traced(x), x)
+    state["w"] = torch.full((3,), 2.0)  # a new tensor: read from the entry at each call
+    torch.testing.assert_close(traced(x), x * 2)
+    state["w"].mul_(3)  # in place
+    torch.testing.assert_close(traced(x), x * 6)
+    assert traced.experimental_get_tracing_count() == 1
 
 
 def test_inplace_ops_keep_program_order():

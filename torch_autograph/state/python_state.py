@@ -443,9 +443,13 @@ def _guarded(now: list, before: list, kind: str, captured: set) -> list:
     graph did not read, overwritten, needs no check."""
     if kind == "list":
         return list(before)
-    new = dict(now)
+    new, old = dict(now), dict(before)
+    # An entry the trace created holding a graph tensor must still be missing: the trace may have tested for it
+    # (`if "h" not in state`), and a call that finds it traces again, reading it then. (Not a list or an object
+    # made there: it would be another one at each call, which the next trace would then guard by identity.)
+    created = [(k, _MISSING) for k, v in now if k not in old and isinstance(v, (torch.Tensor, *SYMBOLIC))]
     return [(k, w) for k, w in before if new.get(k, _MISSING) is not w and
-            (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))]
+            (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))] + created
 
 
 def _at_path(bound: dict, path: tuple) -> Any:
