@@ -282,18 +282,22 @@ def test_a_graph_tensor_appended_to_a_captured_list_is_the_call_s_value_after_ea
 
 
 def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
-    # A list kept by a module is not followed (a module's own state is its parameters and buffers): a graph
-    # tensor left there is refused where it is used, never read as a stale value.
+    # A list inside a tuple is not followed (a tuple can not change): a graph tensor left there is refused where
+    # it is used, never read as a stale value. (A module's list is followed: it gets the call's tensor.)
     holder = torch.nn.Module()
-    holder.leaked = []
+    holder.kept = []
+    box = ([],)
 
     def leak(x):
         y = x + 1
-        holder.leaked.append(y)
+        holder.kept.append(y)
+        box[0].append(y)
         return y
 
     ta.function(leak, autograph=False)(X)
-    leaked = holder.leaked
+    assert type(holder.kept[0]) is torch.Tensor
+    torch.testing.assert_close(holder.kept[0], X + 1)
+    leaked = box[0]
     with pytest.raises(InaccessibleTensorError, match=r"'add'.*out of scope.*'leak'.*Return it from the function"):
         leaked[0] + 1
     with pytest.raises(InaccessibleTensorError, match=r"used at .*test_recording.py:\d+"):
