@@ -21,9 +21,19 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+# Differences that are rounding noise on both sides, each where its detail says, and why (measured).
+ROUNDING_NOISE = {
+    "pytorch_examples/fast_neural_style.py::TransformerNet": (
+        "gradients (inputs, then parameters)[2]:",
+        "conv1's bias feeds an InstanceNorm, which removes it: its gradient is 0 (5e-13 in float64); eager's "
+        "float32 one is 7.9e-5 of noise (the weight's reaches 153), inductor's another 1e-4"),
+}
+
+
 def mismatches(run: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The programs whose jit outcome is not their default backend's outcome."""
-    return {pid: o for pid, o in run.items() if o[1] != o[0]}
+    """The programs whose jit outcome is not their default backend's outcome (but for listed rounding noise)."""
+    return {pid: o for pid, o in run.items() if o[1] != o[0]
+            and not (pid in ROUNDING_NOISE and o[1] == "wrong value" and ROUNDING_NOISE[pid][0] in o[2])}
 
 
 @pytest.mark.slow
@@ -42,7 +52,7 @@ def test_the_corpus_under_jit_equals_the_default_backend_in_three_orders(tmp_pat
         print(f"{len(run)} programs; jit fell back in {sum(bool(o[3]) for o in run.values())}:",
               {pid: o[3] for pid, o in run.items() if o[3]})
     assert list(runs[0]) != list(runs[1])
-    for pid in set(runs[0]) & set(runs[1]) & set(runs[2]):
+    for pid in set(runs[0]) & set(runs[1]) & set(runs[2]) - set(ROUNDING_NOISE):
         # The outcomes, and which regions fell back (a fallback hides an inductor failure that may depend on order).
         assert [runs[0][pid][k] for k in (0, 1, 3)] == [runs[1][pid][k] for k in (0, 1, 3)] \
             == [runs[2][pid][k] for k in (0, 1, 3)], pid
