@@ -140,7 +140,13 @@ def test_captures_named_like_module_attributes_get_their_own_names():
     x = torch.randn(2, 3)
     f(x)
     cf = f.get_concrete_function(x)
-    assert [v.name for v, _ in cf.graph.captures] == ["to"]  # nn.Module.to: register_buffer raised KeyError
     gm = cf.to_fx()
     torch.testing.assert_close(gm(x)[0], x @ torch.tril(torch.ones(3, 3)))
     assert [t is cf.graph.captures[0][1] for t in dict(gm.named_buffers()).values()] == [True]
+    # The module's tensor is now read at each call, and its capture in the kept graph need not be named `to`;
+    # the name a capture gets on the fx module never takes one of nn.Module's own (register_buffer raised KeyError).
+    from torch_autograph.backends.fx_lowering import _fresh_attr
+
+    root = torch.nn.Module()
+    assert _fresh_attr(root, "to") == "to_1" and _fresh_attr(root, "train") == "train_1"
+    assert _fresh_attr(root, "x.0") == "x_0"
