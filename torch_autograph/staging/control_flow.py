@@ -20,13 +20,14 @@ from ..autograph.pyct.origin_info import Origin, lookup_origin
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError, TorchAutographError
 from ..graph import SourceLocation
 from ..subtraces import cond as cond_module
-from ..subtraces import handlers
+from ..subtraces import handlers, raises
 from ..subtraces import while_loop as while_module
 from ..subtraces.branches import UNSET, quoted
 from ..tracing import lists
 from ..tracing.lists import GraphList
 from ..tracing.locations import is_library_file, user_location
 from ..tracing.numbers import traced
+from ..tracing.retrace import Retrace
 from ..tracing.symbols import is_graph_value
 from ..tracing.tensor import GraphTensor
 from .calls import CALL_OVERRIDES
@@ -197,14 +198,21 @@ class TorchStagingBackend:
         cond_module.check(cond, f"{text}\n  at {loc}{code}", loc)
 
     # ----- try / except -----------------------------------------------------------------------
+    def own_error(self, e: BaseException) -> bool:
+        """Whether `e`, raised while tracing, is this package's: the program's `except` and `finally` let it go on."""
+        return raises.raised_by_the_library(e, (while_module.FirstAssignedInBranch, Retrace))
+
     def try_begin(self, init_vars: tuple) -> tuple:
         return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
-                has_else: bool, origin: Origin) -> tuple:
+                has_else: bool, origin: Origin, unused_after: Sequence[str] = ()) -> tuple:
         """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
-        wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
-        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
+        at = location(origin)
+        before = token.init_vars if token is not None else out_vars
+        wrapped = tuple((thunk, _unsetting(fn, lambda out: _check_try_paths(names, before, out_vars, out, at, unused_after)),
+                         reads, reraises) for thunk, fn, reads, reraises in catches)
+        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, at)
         return _restore(result, out_vars + (True,) if has_else else out_vars)
 
     # ----- loops ----------------------------------------------------------------------------
@@ -371,12 +379,32 @@ def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin)
             f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
 
 
-def _unsetting(fn: Callable[..., tuple]) -> Callable[..., tuple]:
-    """A handler whose outputs have UNSET for AutoGraph's placeholders."""
+def _unsetting(fn: Callable[..., tuple], check: Callable[[tuple], None]) -> Callable[..., tuple]:
+    """A handler whose outputs have UNSET for AutoGraph's placeholders, `check`ed first."""
     def run(exc: Any, *vals: Any) -> tuple:
-        return _unset_in(fn(exc, *vals))
+        out = tuple(fn(exc, *vals))
+        check(out)
+        return _unset_in(out)
 
     return run
+
+
+def _check_try_paths(names: Sequence[str], before: Sequence[Any], body: Sequence[Any], handler: Sequence[Any],
+                     origin: SourceLocation | None, unused_after: Sequence[str]) -> None:
+    """A variable undefined before a staged `try` that the body defines and a handler does not (or the reverse),
+    read after the `try`: either path may run when the graph runs, so, as for the branches of a graph `if`, it
+    is `FirstAssignedInBranch` (an enclosing graph loop first assigning it gives it a placeholder). Read only
+    by the `else:` (which runs only on the body's path), it needs nothing."""
+    for name, b, t, h in zip(names, before, body, handler):
+        if name in unused_after or type(b) is not Undefined or (type(t) is Undefined) == (type(h) is Undefined):
+            continue
+        missing, defined = ("`try` body", h) if type(t) is Undefined else ("`except`", t)
+        code = f" (`{origin.line}`)" if origin is not None and origin.line else ""
+        raise while_module.FirstAssignedInBranch(
+            f"'{name}' must also be initialised in the {missing} of the `try` whose `except` is at {origin}{code}: "
+            f"its body's graph ops may fail when the graph runs, so the body or the handler may be the path taken, "
+            f"and each must define '{name}'. Define '{name}' before the `try` or on both paths.",
+            name, _example_of(defined))
 
 
 def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:

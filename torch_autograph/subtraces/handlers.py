@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+import torch
+
 from .. import nest
 from ..graph import Effect, Graph, Node, OpKind, SourceLocation, TryOp, Value, ValueKind, control_op, unique_values
 from ..graph.passes.dead_code import eliminate_dead_code
@@ -65,8 +67,17 @@ def try_begin(init_vars: tuple) -> TryToken | None:
     state = current()
     if state is None:
         return None
-    return TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
-                                                                if type(v) is list})
+    token = TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
+                                                                 if type(v) is list})
+    state.open_tries.append(token)
+    return token
+
+
+def _close(token: TryToken) -> None:
+    """The body of `token` traced; so are those inside it whose bodies raised while traced (never closed)."""
+    tries = token.state.open_tries
+    if any(t is token for t in tries):
+        del tries[next(i for i, t in enumerate(tries) if t is token):]
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
@@ -80,6 +91,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
         handlers = [(thunk, _failed(fn), reads, reraises) for thunk, fn, reads, reraises in handlers]
     state = token.state
+    _close(token)
     if current() is not state or len(state.graph.nodes) == token.start:
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
@@ -213,6 +225,12 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
     """(body value, handler values, merged Value) of a variable the paths give graph values or differing
     Python values."""
     ka, kbs = leaf_kind(a), [leaf_kind(b) for b in bs]
+    if ka is Leaf.UNSET and any(kb in (Leaf.TENSOR, Leaf.SCALAR, Leaf.PYSCALAR, Leaf.LIST) for kb in kbs):
+        # Unassigned after the body, which no read after the `try` then needs (a return slot that the body's
+        # path leaves empty, its `do_return` flag False): a stand-in of a handler's type, made in the body.
+        k = next(k for k, kb in enumerate(kbs) if kb is not Leaf.UNSET)
+        a = _stand_in(state, to_value(branches[k], bs[k]))
+        ka = leaf_kind(a)
     if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
         # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
         # in place by the body: graph lists on every path, holding each path's items.
@@ -272,6 +290,19 @@ def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, b
             like = Value("_", dtype, shape, device, ValueKind.LIST) if dtype is not None else None
             dtype, shape, device = lists.merge_elements(like, vb, f"{quoted(name)} after {label}")
     return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
+
+
+def _stand_in(state: TraceState, like: Any) -> Any:
+    """A value of `like`'s type recorded in `state` (the body's part of the trace), for a path that never reads it."""
+    if not isinstance(like, Value):
+        return type(like)(0)
+    if like.kind is ValueKind.SCALAR:
+        return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
+    if like.kind is ValueKind.LIST:
+        return lists.empty_like(like)
+    # A size known only when the graph runs may be the handler's, which the body cannot read: 0.
+    shape = tuple(0 if lists.input_size(d) is None else d for d in like.shape)
+    return torch.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def _eq(a: Any, b: Any) -> bool:

@@ -33,11 +33,14 @@ def convert(t: Any, node: gast.Try) -> list:
     """A `try` with handlers stays a Python `try`; its `else:` first hands the body's graph ops, if any, to
     `ag__.try_end` with each handler as a function of the state (operators/exceptions.py)."""
     if not node.handlers:
-        return t.generic_visit(node)
+        node = t.generic_visit(node)
+        _let_library_errors_through(node)
+        return node
     state = t._state(node, anno.getanno(node, _Static.LIVE_OUT, frozenset())
                         | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
     copies = [templates.copy_tree(h.body) for h in node.handlers]
     t.generic_visit(node)  # the Python path, as written
+    _let_library_errors_through(node)
     functions, specs = [], []
     for h, body in zip(node.handlers, copies):
         holder = gast.If(test=transformer.constant(True), body=body, orelse=[])
@@ -60,10 +63,15 @@ def convert(t: Any, node: gast.Try) -> list:
         [gast.Assign(targets=[templates.names_tuple(state.params + [token], gast.Store)], value=begin_call,
                      type_comment=None)] + state.restores(), node)
     ok = anno.getanno(node, anno.Basic.TRY_SUCCEEDED)
+    # The state only the `else:` or a handler reads (not the `finally:` or what follows): one path may leave it
+    # unassigned.
+    after = anno.getanno(node, _Static.FINALLY_LIVE_IN, frozenset())
+    unused = [n for n in state.names if n not in after]
     call = templates.replace_as_expression(
-        "ag__.try_end(token, state, names, handlers, has_else)", token=token, state=state.values(),
-        names=templates.strings_tuple(state.labels), handlers=gast.Tuple(elts=specs, ctx=gast.Load()),
-        has_else=transformer.constant(ok is not None))
+        "ag__.try_end(token, state, names, handlers, has_else" + (", unused_after)" if unused else ")"),
+        token=token, state=state.values(), names=templates.strings_tuple(state.labels),
+        handlers=gast.Tuple(elts=specs, ctx=gast.Load()), has_else=transformer.constant(ok is not None),
+        unused_after=templates.strings_tuple(unused))
     if ok is None:
         result = t._result(call, state)
     else:  # the state, then whether the body succeeded (the guarded `else:` tests it)
@@ -71,6 +79,14 @@ def convert(t: Any, node: gast.Try) -> list:
         result = [gast.Assign(targets=[targets], value=call, type_comment=None)] + state.restores()
     node.orelse = transformer.copy_location(functions + result, node.handlers[0]) + node.orelse
     return transformer.copy_location(t._inits(state, node), node) + begin + [node]
+
+
+def _let_library_errors_through(node: gast.Try) -> None:
+    """Each `except` and the `finally` of the Python path first let a backend's own error go on (a refusal
+    raised while tracing is not the program's exception: operators/exceptions.py)."""
+    for body in [h.body for h in node.handlers] + ([node.finalbody] if node.finalbody else []):
+        call = gast.Expr(value=templates.replace_as_expression("ag__.let_library_errors_through()"))
+        body.insert(0, transformer.copy_location(call, body[0]))
 
 
 def guard_else(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

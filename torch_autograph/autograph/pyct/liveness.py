@@ -97,6 +97,7 @@ class _Liveness:
             # read after them (the `else:`, then the `finally:` and what follows) or by a handler.
             anno.setanno(s, _Static.LIVE_OUT, orelse)
             anno.setanno(s, _Static.BODY_LIVE_IN, handlers)
+            anno.setanno(s, _Static.FINALLY_LIVE_IN, final)
             guarded = activity.activity_of(s.body + [x for h in s.handlers for x in h.body])
             anno.setanno(s, _Static.MODIFIED, frozenset(guarded.modified))
             anno.setanno(s, _Static.MODIFIED_QNS, frozenset(guarded.modified_qns))
