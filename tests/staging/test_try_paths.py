@@ -177,3 +177,35 @@ def test_finally_runs_its_graph_ops_when_the_try_raises_an_uncaught_exception():
             else:
                 assert int(fn(T(1), T(i))) == 1 + i
             assert int(COUNTER.read_value()) == 1, (fn, i)
+
+
+def fail(v):
+    raise ValueError("fail")
+
+
+def nested_try_after_a_body_that_raised_while_traced(a, b, c):
+    # The outer body raises while traced (plain Python catches it); the handler's graph loop holds a staged
+    # `try` whose numbers (`y - 2`, `y` a run-time int) stay before its body, and whose unused failing op runs.
+    x = 0
+    y = 1
+    z = a
+    try:
+        x = x + fail(y)
+    except ValueError:
+        k = 0
+        while k < 3 and (z <= a or y < c):
+            k += 1
+            try:
+                if z != z or x >= 0:
+                    torch.arange(3)[a % 4]
+                y = y + 1
+            except IndexError:
+                y = y - 2
+            else:
+                y = y * 2
+    return y + a * 0
+
+
+def test_a_staged_try_in_the_handler_of_a_body_that_raised_while_traced():
+    assert_same_outcomes(nested_try_after_a_body_that_raised_while_traced,
+                         [(T(0), T(-3), T(-4)), (T(7), T(3), T(1)), (T(3), T(0), T(2))])

@@ -202,6 +202,11 @@ class TorchStagingBackend:
         """Whether `e`, raised while tracing, is this package's: the program's `except` and `finally` let it go on."""
         return raises.raised_by_the_library(e, (while_module.FirstAssignedInBranch, Retrace))
 
+    def try_over(self, token: Any) -> None:
+        """The body of the `try` of `token` is over (it raised while traced, or its handlers were traced)."""
+        if token is not None:
+            handlers.close(token)
+
     def try_begin(self, init_vars: tuple) -> tuple:
         return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 

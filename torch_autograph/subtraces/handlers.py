@@ -73,7 +73,7 @@ def try_begin(init_vars: tuple) -> TryToken | None:
     return token
 
 
-def _close(token: TryToken) -> None:
+def close(token: TryToken) -> None:
     """The body of `token` traced; so are those inside it whose bodies raised while traced (never closed)."""
     tries = token.state.open_tries
     if any(t is token for t in tries):
@@ -91,7 +91,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
         handlers = [(thunk, _failed(fn), reads, reraises) for thunk, fn, reads, reraises in handlers]
     state = token.state
-    _close(token)
+    close(token)
     if current() is not state or len(state.graph.nodes) == token.start:
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)

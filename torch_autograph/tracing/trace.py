@@ -40,6 +40,13 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
 _CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
 
 
+def _may_fail(node: Node) -> bool:
+    """Whether `node` may fail as the graph runs: not a pure computation of numbers (a size), which a `try` keeps
+    before its body."""
+    return bool(node.subgraphs) or node.op.kind is OpKind.CONTROL or not node.op.pure or \
+        any(v.kind is not ValueKind.SCALAR for v in node.outputs)
+
+
 class TraceState:
     """Everything one trace accumulates; the current one lives in a ContextVar."""
 
@@ -199,7 +206,7 @@ class TraceState:
         """
         if node.origin is None:
             node.origin = user_location()
-        if not node.op.effects & Effect.RAISES and self._in_try_body():
+        if not node.op.effects & Effect.RAISES and _may_fail(node) and self._in_try_body():
             # In a branch or loop body inside a `try` body: its failure is what runs the handler, as eagerly,
             # so it is never pruned, even where nothing reads it (the `try` body's own nodes: handlers.py).
             node.op = dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)

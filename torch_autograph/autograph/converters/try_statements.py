@@ -34,13 +34,14 @@ def convert(t: Any, node: gast.Try) -> list:
     `ag__.try_end` with each handler as a function of the state (operators/exceptions.py)."""
     if not node.handlers:
         node = t.generic_visit(node)
-        _let_library_errors_through(node)
+        _let_library_errors_through(node, None)
         return node
     state = t._state(node, anno.getanno(node, _Static.LIVE_OUT, frozenset())
                         | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
     copies = [templates.copy_tree(h.body) for h in node.handlers]
     t.generic_visit(node)  # the Python path, as written
-    _let_library_errors_through(node)
+    token = t.ctx.namer.new_symbol("try_token")
+    _let_library_errors_through(node, token)
     functions, specs = [], []
     for h, body in zip(node.handlers, copies):
         holder = gast.If(test=transformer.constant(True), body=body, orelse=[])
@@ -56,7 +57,6 @@ def convert(t: Any, node: gast.Try) -> list:
         specs.append(templates.replace_as_expression(
             "(lambda: types, fname, reads, reraises)", types=templates.copy_tree(types), fname=fname,
             reads=transformer.constant(reads), reraises=transformer.constant(reraises)))
-    token = t.ctx.namer.new_symbol("try_token")
     # The state comes back from try_begin too: a backend may hand the body graph lists for Python lists.
     begin_call = templates.replace_as_expression("ag__.try_begin(state)", state=state.values())
     begin = transformer.copy_location(
@@ -81,12 +81,14 @@ def convert(t: Any, node: gast.Try) -> list:
     return transformer.copy_location(t._inits(state, node), node) + begin + [node]
 
 
-def _let_library_errors_through(node: gast.Try) -> None:
+def _let_library_errors_through(node: gast.Try, token: str | None) -> None:
     """Each `except` and the `finally` of the Python path first let a backend's own error go on (a refusal
-    raised while tracing is not the program's exception: operators/exceptions.py)."""
+    raised while tracing is not the program's exception: operators/exceptions.py); they end the body of the
+    `try` of `token`."""
     for body in [h.body for h in node.handlers] + ([node.finalbody] if node.finalbody else []):
-        call = gast.Expr(value=templates.replace_as_expression("ag__.let_library_errors_through()"))
-        body.insert(0, transformer.copy_location(call, body[0]))
+        call = templates.replace_as_expression("ag__.let_library_errors_through()") if token is None else \
+            templates.replace_as_expression("ag__.let_library_errors_through(token)", token=token)
+        body.insert(0, transformer.copy_location(gast.Expr(value=call), body[0]))
 
 
 def guard_else(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:

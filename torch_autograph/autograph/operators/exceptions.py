@@ -16,7 +16,7 @@ whose failure is known only when the graph runs:
             return (x,)
         x, = ag__.try_end(token, (x,), ('x',), ((lambda: torch.linalg.LinAlgError, except_body, False, False),))
 
-Each `except` clause and the `finally` clause start with `ag__.let_library_errors_through()`: an
+Each `except` clause and the `finally` clause start with `ag__.let_library_errors_through(token)`: an
 error of the backend itself (a refusal, a signal of its loop machinery) raised while tracing is not the
 program's exception, and goes on to the caller instead of running the program's handler on the trace.
 
@@ -59,12 +59,15 @@ def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequenc
                                      unused_after)
 
 
-def let_library_errors_through() -> None:
+def let_library_errors_through(token: Any = None) -> None:
     """At the start of an `except` or `finally` clause: re-raise the exception on its way if it is the backend's
-    own error, raised while tracing (the backend's `own_error`), not the program's."""
+    own error, raised while tracing (the backend's `own_error`), not the program's. `token`: the `try`'s
+    (`try_begin`), whose body is over (it raised while it ran, or `try_end` was reached)."""
     b = _registry.backend
     if b is None or not hasattr(b, "own_error"):
         return
+    if token is not None:
+        b.try_over(token)
     e = sys.exc_info()[1]
     if e is not None and b.own_error(e):
         raise e
