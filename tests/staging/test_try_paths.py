@@ -165,7 +165,6 @@ def finally_counts(a, i):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason="a `finally`'s graph ops are recorded after the try node, which raises first")
 def test_finally_runs_its_graph_ops_when_the_try_raises_an_uncaught_exception():
     f = ta.function(finally_counts)
     for i, raises in ((1, False), (5, True), (0, False), (-7, True)):
@@ -209,3 +208,20 @@ def nested_try_after_a_body_that_raised_while_traced(a, b, c):
 def test_a_staged_try_in_the_handler_of_a_body_that_raised_while_traced():
     assert_same_outcomes(nested_try_after_a_body_that_raised_while_traced,
                          [(T(0), T(-3), T(-4)), (T(7), T(3), T(1)), (T(3), T(0), T(2))])
+
+
+def finally_writes_what_the_body_changed(a, i):
+    y = a * 1
+    try:
+        y = y + torch.arange(3)[i]
+    except KeyError:
+        y = y - 100
+    finally:
+        COUNTER.assign(y)  # the refused finally
+    return y
+
+
+def test_a_finally_whose_effect_reads_a_value_the_body_changes_is_refused_at_its_line():
+    with pytest.raises(TypeError, match="the `finally:` of the `except KeyError`.*reading 'y'") as info:
+        ta.function(finally_writes_what_the_body_changed)(T(1), T(1))
+    assert line_of(finally_writes_what_the_body_changed, "# the refused finally") in str(info.value)

@@ -211,13 +211,15 @@ class TorchStagingBackend:
         return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
-                has_else: bool, origin: Origin, unused_after: Sequence[str] = ()) -> tuple:
+                has_else: bool, origin: Origin, unused_after: Sequence[str] = (),
+                finally_body: tuple | None = None) -> tuple:
         """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
         at = location(origin)
         before = token.init_vars if token is not None else out_vars
         wrapped = tuple((thunk, _unsetting(fn, lambda out: _check_try_paths(names, before, out_vars, out, at, unused_after)),
                          reads, reraises) for thunk, fn, reads, reraises in catches)
-        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, at)
+        final = None if finally_body is None else (finally_body[0], frozenset(finally_body[1]))
+        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, at, final)
         return _restore(result, out_vars + (True,) if has_else else out_vars)
 
     # ----- loops ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from .. import nest
 from ..graph import Effect, Graph, Node, OpKind, SourceLocation, TryOp, Value, ValueKind, control_op, unique_values
 from ..graph.passes.dead_code import eliminate_dead_code
 from ..tracing import lists
-from ..tracing.context import current
+from ..tracing.context import Traced, current
 from ..tracing.lists import GraphList
 from ..tracing.messages import warn_at_user_line
 from ..tracing.symbols import same_dim
@@ -81,11 +81,12 @@ def close(token: TryToken) -> None:
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
-            has_else: bool, origin: SourceLocation | None) -> tuple:
+            has_else: bool, origin: SourceLocation | None, final: tuple | None = None) -> tuple:
     """The state after the `try` (see module docstring); `out_vars` when its body recorded no graph op.
 
     With `has_else`, the state is followed by whether the body succeeded: True, or a run-time bool that is
-    False when a handler ran (the converted `else:` runs under an `if` on it).
+    False when a handler ran (the converted `else:` runs under an `if` on it). `final`: (the `finally:` clause
+    as a function of the state, the state names it reads), whose effects the node runs when it raises.
     """
     if has_else:
         out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
@@ -159,17 +160,51 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         outputs.append(out)
         results.append(state.wrap(out, requires_grad=bool(getattr(a, "requires_grad", False)) or any(
             getattr(h[k], "requires_grad", False) for h in per_handler)))
-    # 3. The body's ops become the node's first sub-graph.
+    # 3. The effects of the `finally:` for when the node raises (from the state before the body).
+    on_raise = _on_raise(state, final, names, inits, out_vars, outs, label) if final is not None else None
+    # 4. The body's ops become the node's first sub-graph.
     body = _body_graph(state, token.start, body_vals, label)
     for hb, hv in zip(branches, handler_vals):
         hb.graph.outputs = hv
         eliminate_dead_code(hb.graph)
-    graphs = (body,) + tuple(hb.graph for hb in branches)
+    graphs = (body,) + tuple(hb.graph for hb in branches) + ((on_raise,) if on_raise is not None else ())
     lifted = unique_values([v for g in graphs for v in g.inputs])
-    op = control_op(TryOp(catches), "try", [n for g in graphs for n in g.nodes])
+    op = control_op(TryOp(catches, on_raise is not None), "try", [n for g in graphs for n in g.nodes])
     state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
                         subgraphs=graphs))
     return _packed(out_vars, results)
+
+
+def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list, out_vars: tuple, outs: list,
+              label: str) -> Graph | None:
+    """The effects of the `finally:` clause (writes, prints), traced from the state before the body, for when
+    the node raises: None when it has none. Refused when they read a variable the body or a handler changes:
+    its value where the exception was raised exists only while the graph runs."""
+    fn, reads = final
+    fb = Branch("finally", state)
+    fb.run(lambda: fn(*inits))
+    fb.graph.outputs = []
+    eliminate_dead_code(fb.graph)
+    effects = [n for n in fb.graph.nodes if n.op.effects & ~Effect.RAISES]
+    if not effects:
+        return None
+    needed: set[int] = set()
+    for node in reversed(fb.graph.nodes):
+        if node in effects or any(id(v) in needed for v in node.outputs):
+            needed.update(id(v) for v in node.input_values())
+            needed.update(id(v) for sub in node.subgraphs for v, _ in sub.captures)
+    # A changed tensor counts where the effects read it; a changed Python value wherever the clause reads it.
+    changed = [n for i, n in enumerate(names[:len(inits)]) if n in reads and (
+        out_vars[i] is not inits[i] or any(o is not UNSET and o[i] is not inits[i] for o in outs))
+        and (id(inits[i]._value) in needed if isinstance(inits[i], Traced) else True)]
+    if changed:
+        where_ = where(effects[0].origin)
+        raise TypeError(f"the `finally:` of {label} changes state{where_} reading {quoted(changed[0])}, which its "
+                        f"`try` body or handler assigns: when the `try` raises as the graph runs, the `finally:` "
+                        f"must run with the value {quoted(changed[0])} had where the exception was raised, which "
+                        f"the graph does not have. Make that change after the `try` statement, or from values "
+                        f"set before it.")
+    return fb.graph
 
 
 def _flat(state_vars: tuple) -> list:

@@ -39,6 +39,10 @@ def convert(t: Any, node: gast.Try) -> list:
     state = t._state(node, anno.getanno(node, _Static.LIVE_OUT, frozenset())
                         | anno.getanno(node, _Static.BODY_LIVE_IN, frozenset()))
     copies = [templates.copy_tree(h.body) for h in node.handlers]
+    # A `finally:` that calls something may change state (`v.assign_add(1)`): the backend runs its effects
+    # when the `try` raises as the graph runs, so it gets the clause as a function of the state too.
+    final_copy = templates.copy_tree(node.finalbody) if any(
+        isinstance(n, gast.Call) for s in node.finalbody for n in gast.walk(s)) else None
     t.generic_visit(node)  # the Python path, as written
     token = t.ctx.namer.new_symbol("try_token")
     _let_library_errors_through(node, token)
@@ -57,6 +61,13 @@ def convert(t: Any, node: gast.Try) -> list:
         specs.append(templates.replace_as_expression(
             "(lambda: types, fname, reads, reraises)", types=templates.copy_tree(types), fname=fname,
             reads=transformer.constant(reads), reraises=transformer.constant(reraises)))
+    final_fn = None
+    if final_copy is not None:
+        holder = gast.If(test=transformer.constant(True), body=final_copy, orelse=[])
+        t._visit_children(holder, state.params)
+        final_fn, fn = t._function(t.ctx.namer.new_symbol("finally_body"), state, holder.body, state.values(),
+                                   node.finalbody[0])
+        functions.append(fn)
     # The state comes back from try_begin too: a backend may hand the body graph lists for Python lists.
     begin_call = templates.replace_as_expression("ag__.try_begin(state)", state=state.values())
     begin = transformer.copy_location(
@@ -67,11 +78,13 @@ def convert(t: Any, node: gast.Try) -> list:
     # unassigned.
     after = anno.getanno(node, _Static.FINALLY_LIVE_IN, frozenset())
     unused = [n for n in state.names if n not in after]
+    extra = (", unused_after=unused" if unused else "") + (", finally_body=(final_fn, final_reads)" if final_fn else "")
+    final_reads = templates.strings_tuple(sorted(set(state.names) & activity.activity_of(node.finalbody).read))
     call = templates.replace_as_expression(
-        "ag__.try_end(token, state, names, handlers, has_else" + (", unused_after)" if unused else ")"),
+        "ag__.try_end(token, state, names, handlers, has_else" + extra + ")",
         token=token, state=state.values(), names=templates.strings_tuple(state.labels),
         handlers=gast.Tuple(elts=specs, ctx=gast.Load()), has_else=transformer.constant(ok is not None),
-        unused_after=templates.strings_tuple(unused))
+        unused=templates.strings_tuple(unused), final_fn=final_fn or "_", final_reads=final_reads)
     if ok is None:
         result = t._result(call, state)
     else:  # the state, then whether the body succeeded (the guarded `else:` tests it)

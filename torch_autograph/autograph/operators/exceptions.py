@@ -49,14 +49,16 @@ def try_begin(init_vars: tuple) -> tuple:
 
 
 def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequence[Handler],
-            has_else: bool = False, unused_after: Sequence[str] = ()) -> tuple:
+            has_else: bool = False, unused_after: Sequence[str] = (),
+            finally_body: tuple | None = None) -> tuple:
     """The state after the `try` whose body finished with `out_vars` (no exception while it ran); with
     `has_else`, followed by whether the body succeeded (True, or a graph bool: False when a handler ran).
-    `unused_after`: the names of the state that only the `else:` or a handler reads."""
+    `unused_after`: the names of the state that only the `else:` or a handler reads; `finally_body`: (the
+    `finally:` clause as a function of the state, the state names it reads), when it calls something."""
     if token is None:
         return out_vars + (True,) if has_else else out_vars
     return _registry.backend.try_end(token, out_vars, names, handlers, has_else, dispatch.caller_origin(),
-                                     unused_after)
+                                     unused_after, finally_body)
 
 
 def let_library_errors_through(token: Any = None) -> None:
