@@ -41,8 +41,10 @@ def convert(t: Any, node: gast.Try) -> list:
     copies = [templates.copy_tree(h.body) for h in node.handlers]
     # A `finally:` that calls something may change state (`v.assign_add(1)`): the backend runs its effects
     # when the `try` raises as the graph runs, so it gets the clause as a function of the state too.
+    # (Only one that rebinds no name but the state's: the function has no other parameters.)
     final_copy = templates.copy_tree(node.finalbody) if any(
-        isinstance(n, gast.Call) for s in node.finalbody for n in gast.walk(s)) else None
+        isinstance(n, gast.Call) for s in node.finalbody for n in gast.walk(s)) and \
+        set(activity.activity_of(node.finalbody).modified) <= set(state.names) else None
     t.generic_visit(node)  # the Python path, as written
     token = t.ctx.namer.new_symbol("try_token")
     _let_library_errors_through(node, token)
