@@ -24,7 +24,8 @@ so the same program is the reference three ways):
 - deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
 - try_ops: a `try` around an index that is out of range for some values (IndexError when the graph runs),
   sometimes unused under a tensor `if` (it still runs), with an `except` that assigns the variable too or
-  returns, sometimes an `else:`;
+  returns, sometimes an `else:`; or an `except` that never catches it and a `finally:` updating `V` (the
+  harness compares the state after a call that raises too);
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
@@ -215,6 +216,10 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         # Sometimes only the handler returns (the body's path leaves the return value unassigned).
         handler = [f"{pad}    return (x, y, z - {r.randint(1, 5)})"] if r.random() < 0.2 and not self.no_jumps else \
             [f"{pad}    {var} = {var} - {r.randint(1, 5)}"]
+        if "variables" in self.features and r.random() < 0.25:
+            # Nothing catches the IndexError: it goes on, after the `finally:` changed V (as the graph runs too).
+            return [f"{pad}try:"] + body + [f"{pad}except KeyError:"] + handler + \
+                [f"{pad}finally:", f"{pad}    V.assign_add({r.randint(1, 3)})"]
         lines = [f"{pad}try:"] + body + [f"{pad}except IndexError:"] + handler
         if r.random() < 0.4:
             lines += [f"{pad}else:", f"{pad}    {var} = {var} * 2"]
