@@ -93,7 +93,10 @@ def convert(t: Any, node: gast.Try) -> list:
         targets = templates.names_tuple(state.params + [ok], gast.Store)
         result = [gast.Assign(targets=[targets], value=call, type_comment=None)] + state.restores()
     node.orelse = transformer.copy_location(functions + result, node.handlers[0]) + node.orelse
-    return transformer.copy_location(t._inits(state, node), node) + begin + [node]
+    # The state's incoming values, which `try_begin` reads: a name whose incoming value nothing reads may be
+    # unbound there (assigned in a loop body that does not carry it), and starts as a placeholder.
+    inits = t._inits(state, node, anno.getanno(node, _Static.LIVE_IN))
+    return transformer.copy_location(inits, node) + begin + [node]
 
 
 def _let_library_errors_through(node: gast.Try, token: str | None) -> None:

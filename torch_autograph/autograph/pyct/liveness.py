@@ -103,7 +103,9 @@ class _Liveness:
             anno.setanno(s, _Static.MODIFIED_QNS, frozenset(guarded.modified_qns))
             anno.setanno(s, _Static.ELEMENT_WRITES, frozenset(guarded.element_writes))
             # Any statement of the body may raise, so handler inputs are live throughout.
-            return self.block(s.body, orelse | handlers) | handlers
+            live_in = self.block(s.body, orelse | handlers) | handlers
+            anno.setanno(s, _Static.LIVE_IN, live_in)
+            return live_in
         if isinstance(s, (gast.With, gast.AsyncWith)):
             body = self.block(s.body, live_out)
             for item in reversed(s.items):
