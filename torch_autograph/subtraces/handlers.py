@@ -185,7 +185,11 @@ def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list
     fb.run(lambda: fn(*inits))
     fb.graph.outputs = []
     eliminate_dead_code(fb.graph)
-    effects = [n for n in fb.graph.nodes if n.op.effects & ~Effect.RAISES]
+    # What outlives the call: a print or Python call, a write to a captured tensor (a Variable) or an input.
+    outside = {id(v) for v, _ in state.root.graph.captures} | {id(v) for v in state.root.graph.inputs}
+    effects = [n for n in fb.graph.nodes if n.op.effects & Effect.RUNS_PYTHON or (
+        n.op.effects & Effect.WRITES_FIRST_ARG and n.args and isinstance(n.args[0], Value)
+        and id(n.args[0]) in outside)]
     if not effects:
         return None
     needed: set[int] = set()
@@ -264,7 +268,7 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
         # Unassigned after the body, which no read after the `try` then needs (a return slot that the body's
         # path leaves empty, its `do_return` flag False): a stand-in of a handler's type, made in the body.
         k = next(k for k, kb in enumerate(kbs) if kb is not Leaf.UNSET)
-        a = _stand_in(state, to_value(branches[k], bs[k]))
+        a = _placeholder_like(state, to_value(branches[k], bs[k]))
         ka = leaf_kind(a)
     if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
         # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
@@ -327,7 +331,7 @@ def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, b
     return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
 
 
-def _stand_in(state: TraceState, like: Any) -> Any:
+def _placeholder_like(state: TraceState, like: Any) -> Any:
     """A value of `like`'s type recorded in `state` (the body's part of the trace), for a path that never reads it."""
     if not isinstance(like, Value):
         return type(like)(0)
