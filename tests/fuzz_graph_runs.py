@@ -103,7 +103,7 @@ def _call(fn, prog, args: list) -> tuple:
             warnings.simplefilter("ignore")
             out = fn(*args)
     except Exception as e:  # noqa: BLE001 - compared with what the reference does
-        return "raised", e
+        return "raised", e, graph_program_gen.state_of(prog, d)
     return "ok", graph_program_gen.unboxed(out), graph_program_gen.state_of(prog, d)
 
 
@@ -114,6 +114,9 @@ def _described(run: tuple) -> str:
 def _first_refusal(graph: tuple, eager: tuple, source: str, floats: bool, n: int) -> tuple:
     """The category of a graph that raised on the `n`th input."""
     if eager[0] == "raised":
+        # The same exception as the graph ran: what the call changed before it (a `finally:`) as eagerly.
+        if type(graph[1]) is type(eager[1]) and len(graph) > 2 and (d := differs(graph[2], eager[2])):
+            return "mismatch", f"both raise {type(eager[1]).__name__}, the state after differs: {d}"
         return "eager raises", f"eager {_described(eager)}; graph {_described(graph)}"
     detail = f"{type(graph[1]).__name__}: {graph[1]}"
     if n == 0:
@@ -129,7 +132,9 @@ def int_outcome(source: str, inputs: tuple) -> tuple:
         converted = _call(ta.autograph.to_graph(prog), prog, list(inputs))
     except Exception as e:  # noqa: BLE001 - the conversion itself failed
         return "internal error", f"converting: {type(e).__name__}: {e}"
-    if python[0] == "raised" or converted[0] == "raised" or differs(converted[1:], python[1:]):
+    same_raise = python[0] == converted[0] == "raised" and type(python[1]) is type(converted[1]) and \
+        not differs(converted[2], python[2])  # (an exception no `except` catches, the state as Python's)
+    if not same_raise and (python[0] == "raised" or converted[0] == "raised" or differs(converted[1:], python[1:])):
         return "mismatch", f"converted code on ints: {_described(converted)}; Python {_described(python)}"
     fn, with_python = ta.function(prog), not fuzz_structure.skips_python(source)
     for n, values in enumerate([inputs, *other_inputs(inputs)]):

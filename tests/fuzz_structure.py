@@ -132,6 +132,7 @@ class Program:
                 if isinstance(stmt, ast.While) else set()
             return bound | head
         if isinstance(stmt, ast.Try):
+            self.entry[id(stmt)] = set(bound)
             self._bound(stmt.body, set(bound))
             for handler in stmt.handlers:
                 self._bound(handler.body, set(bound))
@@ -181,6 +182,25 @@ def _one_branch(p: Program) -> bool:
             for name in (then ^ other) - p.entry[id(node)]:
                 if p.loaded_outside(name, node):
                     return True
+    return False
+
+
+def _one_path_of_a_try(p: Program) -> bool:
+    """A `try` with handlers (staged where its body records graph ops, which may fail as the graph runs) after
+    which a name not bound before it may be bound on the body's path and not for sure on a handler's, or the
+    reverse, and read outside the `try` or anywhere in a loop around it (a later iteration)."""
+    for node in p.statements():
+        if not isinstance(node, ast.Try) or not node.handlers:
+            continue
+        entry = p.entry[id(node)]
+        paths = [node.body] + [h.body for h in node.handlers]
+        stored = set().union(*(_names(ast.Module(body=b, type_ignores=[]), ast.Store) for b in paths))
+        sure = set.intersection(*(p._bound(b, set(entry)) for b in paths))
+        loops = [n for n in p.statements() if isinstance(n, (ast.While, ast.For))
+                 and any(c is node for c in ast.walk(n))]
+        for name in stored - sure - entry:
+            if p.loaded_outside(name, node) or any(name in _names(loop, ast.Load) for loop in loops):
+                return True
     return False
 
 
@@ -342,7 +362,7 @@ def _emptied_list(p: Program) -> bool:
 # The rule `fuzz_outcomes.DESIGN_RULES` names -> whether a program breaks it. Recursion and a helper falling off
 # its end never depend on a tensor in these programs (their base cases and bounds are literals).
 RULES = {
-    "a variable defined in one branch only of a tensor `if`": _one_branch,
+    "a variable defined in one branch only of a tensor `if`": lambda p: _one_branch(p) or _one_path_of_a_try(p),
     "a value or None returned depending on a tensor": lambda p: False,
     "an exception raised in one branch of a tensor `if`": _raised_in_branch,
     "recursion ending on a tensor condition": lambda p: False,

@@ -23,7 +23,9 @@ so the same program is the reference three ways):
   from it stay valid Python);
 - deletes: `del l[1:]`, `del l[:-1]`, `del l[:]` (refilled at once), `del t`;
 - try_ops: a `try` around an index that is out of range for some values (IndexError when the graph runs),
-  with an `except` that assigns the variable too, sometimes an `else:`;
+  sometimes unused under a tensor `if` (it still runs), with an `except` that assigns the variable too or
+  returns, sometimes an `else:`; or an `except` that never catches it and a `finally:` updating `V` (the
+  harness compares the state after a call that raises too);
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
@@ -208,8 +210,19 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def wide_try_ops(self, pad, indent, depth, in_loop, extra):
         r, var = self.rng, self.rng.choice(program_gen.LOCALS)
         index = f"torch.as_tensor({self.int_expr(1, extra)}).long()"  # out of range for some inputs
-        lines = [f"{pad}try:", f"{pad}    {var} = {var} + torch.arange(3, dtype={self.dtype})[{index}]",
-                 f"{pad}except IndexError:", f"{pad}    {var} = {var} - {r.randint(1, 5)}"]
+        op = f"torch.arange(3, dtype={self.dtype})[{index}]"
+        if r.random() < 0.3:  # unused, under a tensor `if`: it still runs, and its failure runs the handler
+            body = [f"{pad}    if {self.bool_expr(1, extra)}:", f"{pad}        {op}", f"{pad}    {var} = {var} + 1"]
+        else:
+            body = [f"{pad}    {var} = {var} + {op}"]
+        # Sometimes only the handler returns (the body's path leaves the return value unassigned).
+        handler = [f"{pad}    return (x, y, z - {r.randint(1, 5)})"] if r.random() < 0.2 and not self.no_jumps else \
+            [f"{pad}    {var} = {var} - {r.randint(1, 5)}"]
+        if "variables" in self.features and r.random() < 0.25:
+            # Nothing catches the IndexError: it goes on, after the `finally:` changed V (as the graph runs too).
+            return [f"{pad}try:"] + body + [f"{pad}except KeyError:"] + handler + \
+                [f"{pad}finally:", f"{pad}    V.assign_add({r.randint(1, 3)})"]
+        lines = [f"{pad}try:"] + body + [f"{pad}except IndexError:"] + handler
         if r.random() < 0.4:
             lines += [f"{pad}else:", f"{pad}    {var} = {var} * 2"]
         return lines

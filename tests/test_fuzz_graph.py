@@ -76,14 +76,10 @@ def _known(item: str, what: str):
 # One wider construct at a time (over program_gen's), with the item of issue 25 its programs still fail on.
 CONSTRUCTS = [
     pytest.param("int_alias"),
-    pytest.param("branch_init", marks=_known("6", "with try/except around graph ops staged (issue 22), a value "
-                                                  "made in an `except` body and read after the `try` is out of "
-                                                  "scope: InaccessibleTensorError (seed 705, not minimised)")),
+    pytest.param("branch_init"),
     pytest.param("rank1"),
     pytest.param("mixed_bool"),
-    pytest.param("walrus", marks=_known("4", "with try/except staged (issue 22): FirstAssignedInBranch for a "
-                                             "variable first bound in a `try` inside a tensor `if` whose other "
-                                             "branch does not bind it (seed 644, not minimised)")),
+    pytest.param("walrus"),
     pytest.param("type_checks"),
     pytest.param("variables"),
     pytest.param("list_shapes"),

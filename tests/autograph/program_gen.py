@@ -11,7 +11,8 @@ of `FEATURES`:
   `nonlocal`;
 - lists: a local list grown and shrunk with `append`, `pop` (as a statement
   and inside expressions), `insert` and `del l[i]`, read at computed indices;
-- try: `try`/`except`/`else`/`finally` with break, continue and return inside
+- try: `try`/`except`/`else`/`finally` (catching ValueError, also with TypeError, or
+  Exception) with break, continue and return inside
   (none in `finally`), a helper that always raises, also while a `return`
   evaluates its value;
 - recursion: a module-level and a nested recursive helper with a Python base
@@ -247,7 +248,9 @@ class ProgramGenerator:
         if not self.no_jumps:
             fail.append([f"{pad}    return (fail({expr()}), x, y)"])
         lines = [f"{pad}try:"] + r.choice(fail) + self.block(indent + 1, depth + 1, in_loop, extra)
-        lines += [f"{pad}except ValueError:"] + self.block(indent + 1, depth + 1, in_loop, extra)
+        # The handler may catch more than `fail`'s ValueError: never the library's own errors while it traces.
+        caught = r.choice(("ValueError", "ValueError", "(ValueError, TypeError)", "Exception"))
+        lines += [f"{pad}except {caught}:"] + self.block(indent + 1, depth + 1, in_loop, extra)
         if r.random() < 0.3:
             lines += [f"{pad}else:"] + self.block(indent + 1, depth + 1, in_loop, extra)
         if r.random() < 0.6:

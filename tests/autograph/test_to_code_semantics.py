@@ -67,6 +67,7 @@ def return_skips_try_else(x):
             return (do_return, retval_)
         do_return, retval_ = ag__.if_stmt(x > 0, if_true, None, (do_return, retval_), ('do_return', 'retval_'))
     except ValueError:
+        ag__.let_library_errors_through(try_token)
         x = 0
     else:
         def except_body(exc, do_return, retval_, x):

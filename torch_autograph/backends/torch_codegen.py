@@ -313,8 +313,23 @@ def _emit_while(w: CodeWriter, node: Node) -> None:
 
 
 def _emit_try(w: CodeWriter, node: Node) -> None:
-    """The user's `try`: the body's ops, then each `except` clause catching the same classes."""
+    """The user's `try`: the body's ops, then each `except` clause catching the same classes; around them, the
+    effects of its `finally:` when an exception goes on (`TryOp.on_raise`)."""
     body, *handlers = node.subgraphs
+    final = handlers.pop() if node.op.target.on_raise else None
+    if final is not None:
+        w.line("try:", node.origin)
+        with w.indented():
+            _emit_handled(w, node, body, handlers)
+        w.line("except BaseException:", node.origin)
+        with w.indented():
+            emit_nodes(w, final.nodes)
+            w.line("raise")
+    else:
+        _emit_handled(w, node, body, handlers)
+
+
+def _emit_handled(w: CodeWriter, node: Node, body: Graph, handlers: list) -> None:
     w.line("try:", node.origin)
     for i, sub in enumerate((body, *handlers)):
         if i > 0:

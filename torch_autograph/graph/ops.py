@@ -158,13 +158,16 @@ class TryOp:
     caught), so none is pruned, merged or folded."""
 
     catches: tuple[tuple[type, ...], ...]
+    # The last sub-graph holds the effects of the user's `finally:`: run, then the exception goes on, when the
+    # node raises what no handler catches (or a handler raises).
+    on_raise: bool = False
 
     def __repr__(self) -> str:
         return "try"
 
     def printed_args(self) -> list[str]:
         names = ", ".join("(" + ", ".join(c.__name__ for c in cs) + ")" for cs in self.catches)
-        return [f"except={names}"]
+        return [f"except={names}"] + (["finally"] if self.on_raise else [])
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,13 +21,15 @@ from ..subtraces import (
     UNSET,
     FirstAssignedInBranch,
     check_condition,
+    close_try,
     quoted,
+    raised_by_the_library,
     stage_cond,
     stage_while,
     try_begin,
     try_end,
 )
-from ..tracing import GraphList, GraphTensor, is_graph_value, is_library_file, lists, traced, user_location
+from ..tracing import GraphList, GraphTensor, Retrace, is_graph_value, is_library_file, lists, traced, user_location
 from .calls import CALL_OVERRIDES
 from .iteration import is_scalar, iteration, python_sequence
 from .object_state import Changed, Objects
@@ -196,14 +198,28 @@ class TorchStagingBackend:
         check_condition(cond, f"{text}\n  at {loc}{code}", loc)
 
     # ----- try / except -----------------------------------------------------------------------
+    def own_error(self, e: BaseException) -> bool:
+        """Whether `e`, raised while tracing, is this package's: the program's `except` and `finally` let it go on."""
+        return raised_by_the_library(e, (FirstAssignedInBranch, Retrace))
+
+    def try_over(self, token: Any) -> None:
+        """The body of the `try` of `token` is over (it raised while traced, or its handlers were traced)."""
+        if token is not None:
+            close_try(token)
+
     def try_begin(self, init_vars: tuple) -> tuple:
         return init_vars + (try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
-                has_else: bool, origin: Origin) -> tuple:
+                has_else: bool, origin: Origin, unused_after: Sequence[str] = (),
+                finally_body: tuple | None = None) -> tuple:
         """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
-        wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
-        result = try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
+        at = location(origin)
+        before = token.init_vars if token is not None else out_vars
+        wrapped = tuple((thunk, _unsetting(fn, lambda out: _check_try_paths(names, before, out_vars, out, at, unused_after)),
+                         reads, reraises) for thunk, fn, reads, reraises in catches)
+        final = None if finally_body is None else (finally_body[0], frozenset(finally_body[1]))
+        result = try_end(token, _unset_in(out_vars), names, wrapped, has_else, at, final)
         return _restore(result, out_vars + (True,) if has_else else out_vars)
 
     # ----- loops ----------------------------------------------------------------------------
@@ -370,12 +386,32 @@ def _defined_before_loop(init_vars: tuple, names: Sequence[str], origin: Origin)
             f"with both branches of each graph `if`; give '{unset[0]}' an initial value before the loop.") from None
 
 
-def _unsetting(fn: Callable[..., tuple]) -> Callable[..., tuple]:
-    """A handler whose outputs have UNSET for AutoGraph's placeholders."""
+def _unsetting(fn: Callable[..., tuple], check: Callable[[tuple], None]) -> Callable[..., tuple]:
+    """A handler whose outputs have UNSET for AutoGraph's placeholders, `check`ed first."""
     def run(exc: Any, *vals: Any) -> tuple:
-        return _unset_in(fn(exc, *vals))
+        out = tuple(fn(exc, *vals))
+        check(out)
+        return _unset_in(out)
 
     return run
+
+
+def _check_try_paths(names: Sequence[str], before: Sequence[Any], body: Sequence[Any], handler: Sequence[Any],
+                     origin: SourceLocation | None, unused_after: Sequence[str]) -> None:
+    """A variable undefined before a staged `try` that the body defines and a handler does not (or the reverse),
+    read after the `try`: either path may run when the graph runs, so, as for the branches of a graph `if`, it
+    is `FirstAssignedInBranch` (an enclosing graph loop first assigning it gives it a placeholder). Read only
+    by the `else:` (which runs only on the body's path), it needs nothing."""
+    for name, b, t, h in zip(names, before, body, handler):
+        if name in unused_after or type(b) is not Undefined or (type(t) is Undefined) == (type(h) is Undefined):
+            continue
+        missing, defined = ("`try` body", h) if type(t) is Undefined else ("`except`", t)
+        code = f" (`{origin.line}`)" if origin is not None and origin.line else ""
+        raise FirstAssignedInBranch(
+            f"'{name}' must also be initialised in the {missing} of the `try` whose `except` is at {origin}{code}: "
+            f"its body's graph ops may fail when the graph runs, so the body or the handler may be the path taken, "
+            f"and each must define '{name}'. Define '{name}' before the `try` or on both paths.",
+            name, _example_of(defined))
 
 
 def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_out: tuple, origin: Origin) -> None:

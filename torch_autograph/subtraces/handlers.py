@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+import torch
+
 from .. import nest
 from ..graph import (
     Effect,
@@ -35,7 +37,7 @@ from ..graph import (
     eliminate_dead_code,
     unique_values,
 )
-from ..tracing import GraphList, TraceState, current, lists, same_dim, warn_at_user_line
+from ..tracing import GraphList, Traced, TraceState, current, lists, same_dim, warn_at_user_line
 from .branches import (
     UNSET,
     Branch,
@@ -71,21 +73,32 @@ def try_begin(init_vars: tuple) -> TryToken | None:
     state = current()
     if state is None:
         return None
-    return TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
-                                                                if type(v) is list})
+    token = TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
+                                                                 if type(v) is list})
+    state.open_tries.append(token)
+    return token
+
+
+def close(token: TryToken) -> None:
+    """The body of `token` traced; so are those inside it whose bodies raised while traced (never closed)."""
+    tries = token.state.open_tries
+    if any(t is token for t in tries):
+        del tries[next(i for i, t in enumerate(tries) if t is token):]
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
-            has_else: bool, origin: SourceLocation | None) -> tuple:
+            has_else: bool, origin: SourceLocation | None, final: tuple | None = None) -> tuple:
     """The state after the `try` (see module docstring); `out_vars` when its body recorded no graph op.
 
     With `has_else`, the state is followed by whether the body succeeded: True, or a run-time bool that is
-    False when a handler ran (the converted `else:` runs under an `if` on it).
+    False when a handler ran (the converted `else:` runs under an `if` on it). `final`: (the `finally:` clause
+    as a function of the state, the state names it reads), whose effects the node runs when it raises.
     """
     if has_else:
         out_vars, names = out_vars + (True,), tuple(names) + ("<the try body succeeded>",)
         handlers = [(thunk, _failed(fn), reads, reraises) for thunk, fn, reads, reraises in handlers]
     state = token.state
+    close(token)
     if current() is not state or len(state.graph.nodes) == token.start:
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
@@ -153,17 +166,55 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         outputs.append(out)
         results.append(state.wrap(out, requires_grad=bool(getattr(a, "requires_grad", False)) or any(
             getattr(h[k], "requires_grad", False) for h in per_handler)))
-    # 3. The body's ops become the node's first sub-graph.
+    # 3. The effects of the `finally:` for when the node raises (from the state before the body).
+    on_raise = _on_raise(state, final, names, inits, out_vars, outs, label) if final is not None else None
+    # 4. The body's ops become the node's first sub-graph.
     body = _body_graph(state, token.start, body_vals, label)
     for hb, hv in zip(branches, handler_vals):
         hb.graph.outputs = hv
         eliminate_dead_code(hb.graph)
-    graphs = (body,) + tuple(hb.graph for hb in branches)
+    graphs = (body,) + tuple(hb.graph for hb in branches) + ((on_raise,) if on_raise is not None else ())
     lifted = unique_values([v for g in graphs for v in g.inputs])
-    op = control_op(TryOp(catches), "try", [n for g in graphs for n in g.nodes])
+    op = control_op(TryOp(catches, on_raise is not None), "try", [n for g in graphs for n in g.nodes])
     state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
                         subgraphs=graphs))
     return _packed(out_vars, results)
+
+
+def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list, out_vars: tuple, outs: list,
+              label: str) -> Graph | None:
+    """The effects of the `finally:` clause (writes, prints), traced from the state before the body, for when
+    the node raises: None when it has none. Refused when they read a variable the body or a handler changes:
+    its value where the exception was raised exists only while the graph runs."""
+    fn, reads = final
+    fb = Branch("finally", state)
+    fb.run(lambda: fn(*inits))
+    fb.graph.outputs = []
+    eliminate_dead_code(fb.graph)
+    # What outlives the call: a print or Python call, a write to a captured tensor (a Variable) or an input.
+    outside = {id(v) for v, _ in state.root.graph.captures} | {id(v) for v in state.root.graph.inputs}
+    effects = [n for n in fb.graph.nodes if n.op.effects & Effect.RUNS_PYTHON or (
+        n.op.effects & Effect.WRITES_FIRST_ARG and n.args and isinstance(n.args[0], Value)
+        and id(n.args[0]) in outside)]
+    if not effects:
+        return None
+    needed: set[int] = set()
+    for node in reversed(fb.graph.nodes):
+        if node in effects or any(id(v) in needed for v in node.outputs):
+            needed.update(id(v) for v in node.input_values())
+            needed.update(id(v) for sub in node.subgraphs for v, _ in sub.captures)
+    # A changed tensor counts where the effects read it; a changed Python value wherever the clause reads it.
+    changed = [n for i, n in enumerate(names[:len(inits)]) if n in reads and (
+        out_vars[i] is not inits[i] or any(o is not UNSET and o[i] is not inits[i] for o in outs))
+        and (id(inits[i]._value) in needed if isinstance(inits[i], Traced) else True)]
+    if changed:
+        where_ = where(effects[0].origin)
+        raise TypeError(f"the `finally:` of {label} changes state{where_} reading {quoted(changed[0])}, which its "
+                        f"`try` body or handler assigns: when the `try` raises as the graph runs, the `finally:` "
+                        f"must run with the value {quoted(changed[0])} had where the exception was raised, which "
+                        f"the graph does not have. Make that change after the `try` statement, or from values "
+                        f"set before it.")
+    return fb.graph
 
 
 def _flat(state_vars: tuple) -> list:
@@ -219,6 +270,12 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
     """(body value, handler values, merged Value) of a variable the paths give graph values or differing
     Python values."""
     ka, kbs = leaf_kind(a), [leaf_kind(b) for b in bs]
+    if ka is Leaf.UNSET and any(kb in (Leaf.TENSOR, Leaf.SCALAR, Leaf.PYSCALAR, Leaf.LIST) for kb in kbs):
+        # Unassigned after the body, which no read after the `try` then needs (a return slot that the body's
+        # path leaves empty, its `do_return` flag False): a stand-in of a handler's type, made in the body.
+        k = next(k for k, kb in enumerate(kbs) if kb is not Leaf.UNSET)
+        a = _placeholder_like(state, to_value(branches[k], bs[k]))
+        ka = leaf_kind(a)
     if Leaf.LIST in (ka, *kbs) or (type(a) is list and any(type(b) is list and b is not a for b in bs)):
         # A list that is a graph list on one path (an inner graph loop made it one), or a Python list changed
         # in place by the body: graph lists on every path, holding each path's items.
@@ -278,6 +335,19 @@ def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, b
             like = Value("_", dtype, shape, device, ValueKind.LIST) if dtype is not None else None
             dtype, shape, device = lists.merge_elements(like, vb, f"{quoted(name)} after {label}")
     return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
+
+
+def _placeholder_like(state: TraceState, like: Any) -> Any:
+    """A value of `like`'s type recorded in `state` (the body's part of the trace), for a path that never reads it."""
+    if not isinstance(like, Value):
+        return type(like)(0)
+    if like.kind is ValueKind.SCALAR:
+        return {torch.bool: False, torch.float64: 0.0}.get(like.dtype, 0)
+    if like.kind is ValueKind.LIST:
+        return lists.empty_like(like)
+    # A size known only when the graph runs may be the handler's, which the body cannot read: 0.
+    shape = tuple(0 if lists.input_size(d) is None else d for d in like.shape)
+    return torch.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def _eq(a: Any, b: Any) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from .. import errors, nest
 from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation
-from ..tracing import SYMBOLIC, GraphList, Traced, current, is_library_file
+from ..tracing import PACKAGE_DIR, SYMBOLIC, GraphList, Traced, current, is_library_file
 from .branches import Branch, where
 
 _NOT_STAGED = (errors.TorchAutographError, errors.OperatorNotAllowedInGraphError, errors.InaccessibleTensorError,
@@ -68,6 +68,31 @@ def raised_by_user(e: BaseException) -> SourceLocation | None:
     if is_library_file(filename):
         return None
     return SourceLocation(filename, lineno, tb.tb_frame.f_code.co_name, linecache.getline(filename, lineno).strip())
+
+
+# What this package raises itself as refusals (a `raise` statement of its code): the classes Python code raises.
+_REFUSAL_CLASSES = (TypeError, ValueError, RuntimeError, NotImplementedError, AssertionError)
+
+
+def raised_by_the_library(e: BaseException, own: tuple[type, ...] = ()) -> bool:
+    """Whether `e`, on its way while tracing, is this package's own: one of its error classes (or of `own`,
+    the signals of its machinery), or raised by a `raise` statement of its code (a refusal: a TypeError
+    naming the user's line). Not: what user code, torch, or a builtin called by this package raises (a
+    KeyError of `d["k"]`), which eager PyTorch raises too.
+    """
+    if current() is None:
+        return False
+    if isinstance(e, _NOT_STAGED + own):
+        return True
+    if not isinstance(e, _REFUSAL_CLASSES):
+        return False
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith(PACKAGE_DIR) and linecache.getline(filename, tb.tb_lineno).lstrip().startswith("raise")
 
 
 def record_raise(error: BaseException, origin: SourceLocation | None) -> None:

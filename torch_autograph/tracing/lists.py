@@ -299,7 +299,11 @@ def new_list(items: list, like: list = ()) -> GraphList:
         v = state.to_value(it)
         if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
             raise TypeError(f"only lists of tensors can become graph lists, got an element {it!r}")
-        dtype, shape, device = merge_elements(elem, v, "list")
+        try:
+            dtype, shape, device = merge_elements(elem, v, "list")
+        except TypeError as e:  # the user's line: where the Python list had to become a graph list
+            raise TypeError(f"a Python list used as a graph value at {user_location()}: {str(e)[len('list: '):]}")\
+                from None
         elem = Value("_", dtype, shape, device)
     meta = _list_meta(*(merge_elements(elem, elem, "list") if elem is not None else (None, None, None)))
     return _as_list(_record(list_new, "list", tuple(items), meta, writes=False))

@@ -10,6 +10,7 @@ symbols (`symbols.SymbolTable`) and metadata engine (`meta.MetaEngine`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import keyword
 from contextlib import ExitStack, contextmanager
@@ -37,6 +38,13 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
 
 
 _CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
+
+
+def _may_fail(node: Node) -> bool:
+    """Whether `node` may fail as the graph runs: not a pure computation of numbers (a size), which a `try` keeps
+    before its body."""
+    return bool(node.subgraphs) or node.op.kind is OpKind.CONTROL or not node.op.pure or \
+        any(v.kind is not ValueKind.SCALAR for v in node.outputs)
 
 
 class TraceState:
@@ -85,6 +93,8 @@ class TraceState:
         self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
         self.lift_outer: Callable[[Value], Value] | None = None
+        # The `try` bodies being traced in this graph whose failure a handler node catches (subtraces/handlers).
+        self.open_tries: list = []
 
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
@@ -196,12 +206,25 @@ class TraceState:
         """
         if node.origin is None:
             node.origin = user_location()
+        if not node.op.effects & Effect.RAISES and _may_fail(node) and self._in_try_body():
+            # In a branch or loop body inside a `try` body: its failure is what runs the handler, as eagerly,
+            # so it is never pruned, even where nothing reads it (the `try` body's own nodes: handlers.py).
+            node.op = dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)
         if node.scope is None and self.root.module_stack:
             node.scope = self.root.module_stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
         if self.symbols.active and not self._checking:
             self._check_runtime_asserts()
+
+    def _in_try_body(self) -> bool:
+        """Whether this sub-trace records inside a `try` body of an enclosing trace."""
+        outer = self.parent
+        while outer is not None:
+            if outer.open_tries:
+                return True
+            outer = outer.parent
+        return False
 
     def _check_runtime_asserts(self) -> None:
         """Check nodes for what torch assumed, while recording, about sizes known only when the graph runs.

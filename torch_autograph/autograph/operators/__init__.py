@@ -12,7 +12,7 @@ from torch_autograph.autograph.operators.control_flow import (
     while_stmt,
 )
 from torch_autograph.autograph.operators.dispatch import StagingBackend, current_backend, is_staged, register_backend
-from torch_autograph.autograph.operators.exceptions import try_begin, try_end
+from torch_autograph.autograph.operators.exceptions import let_library_errors_through, try_begin, try_end
 from torch_autograph.autograph.operators.lists import (
     get_item,
     list_append,
@@ -62,7 +62,7 @@ from torch_autograph.autograph.operators.variables import (
 
 __all__ = [
     "StagingBackend", "register_backend", "current_backend", "is_staged",
-    "is_plain", "plain_iter", "try_begin", "try_end", "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
+    "is_plain", "plain_iter", "try_begin", "try_end", "let_library_errors_through", "if_stmt", "if_exp", "while_stmt", "for_stmt", "check_branch_outputs", "undefined_names",
     "loop_var_error", "and_", "or_", "not_", "in_", "assert_stmt", "list_append", "list_pop", "list_extend",
     "list_iadd", "new_list", "list_popped", "list_insert", "list_delitem", "get_item",
     "Undefined", "UndefinedReturnValue", "is_undefined", "ld", "retval",

@@ -30,6 +30,7 @@ class Static(enum.Enum):
     LIVE_IN = "frozenset of names live right before the statement"
     BODY_LIVE_IN = "frozenset of names live at the start of a loop body / branch"
     ORELSE_LIVE_IN = "frozenset of names live at the start of an else branch"
+    FINALLY_LIVE_IN = "on a try: frozenset of names live after its body, handlers and else (its finally, then on)"
     MAYBE_DEFINED_IN = "frozenset of names some definition of which may reach the statement"
     MAYBE_UNDEFINED = "True on a Name load that no definition reaches on every path"
     MODIFIED = "frozenset of names the statement assigns (any depth, same scope)"

@@ -97,12 +97,15 @@ class _Liveness:
             # read after them (the `else:`, then the `finally:` and what follows) or by a handler.
             anno.setanno(s, _Static.LIVE_OUT, orelse)
             anno.setanno(s, _Static.BODY_LIVE_IN, handlers)
+            anno.setanno(s, _Static.FINALLY_LIVE_IN, final)
             guarded = activity.activity_of(s.body + [x for h in s.handlers for x in h.body])
             anno.setanno(s, _Static.MODIFIED, frozenset(guarded.modified))
             anno.setanno(s, _Static.MODIFIED_QNS, frozenset(guarded.modified_qns))
             anno.setanno(s, _Static.ELEMENT_WRITES, frozenset(guarded.element_writes))
             # Any statement of the body may raise, so handler inputs are live throughout.
-            return self.block(s.body, orelse | handlers) | handlers
+            live_in = self.block(s.body, orelse | handlers) | handlers
+            anno.setanno(s, _Static.LIVE_IN, live_in)
+            return live_in
         if isinstance(s, (gast.With, gast.AsyncWith)):
             body = self.block(s.body, live_out)
             for item in reversed(s.items):

@@ -1,0 +1,227 @@
+"""`try`/`except` around graph ops: what only one path assigns, failing ops nested in the body, `finally`.
+
+The graph fuzz found each of these (minimised by hand); each runs eagerly and as a `ta.function` over
+several calls, the guarded op failing on some: values and raised exception types equal eager's. Where the
+graph cannot mean what Python means, the error names the variable and the user's line.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_autograph as ta
+from tests.eager_reference import line_of
+from tests.staging.test_staged_raises import assert_same_outcomes
+
+T = torch.tensor
+
+
+def catches_a_refusal_of_the_library(a, n):
+    y = a * 0
+    try:
+        for i in range(n):  # the loop line
+            if i == 0:
+                t = a + 1
+            else:
+                t = t + 1  # read before the graph loop has a `t`: refused (a ValueError of the library)
+            y = y + t
+    except ValueError:
+        y = y - 1000
+    return y
+
+
+def test_an_except_in_the_program_does_not_catch_the_library_s_own_errors_while_tracing():
+    # It did: the trace took the handler's path and returned -1000 for every input, without a word. The
+    # refusal is the one the loop gets without the `try`, at the loop's line.
+    assert catches_a_refusal_of_the_library(T(7), T(3)) == 27
+    with pytest.raises(ValueError, match="'t' must be defined before the loop") as info:
+        ta.function(catches_a_refusal_of_the_library)(T(7), T(3))
+    assert line_of(catches_a_refusal_of_the_library, "# the loop line") in str(info.value)
+
+
+def refused_inside_a_try(a, b):
+    try:
+        if a > 0:
+            y = a * 1.5
+        else:
+            y = a  # int64 in this branch, float32 in the other: refused at the `if`
+    except TypeError:
+        y = a - 1000
+    return y
+
+
+def test_a_refusal_inside_a_try_body_reaches_the_caller_and_names_its_line():
+    with pytest.raises(TypeError, match="both branches must give it the same type") as info:
+        ta.function(refused_inside_a_try)(T(1), T(2))
+    assert line_of(refused_inside_a_try, "if a > 0:") in str(info.value)
+
+
+def finally_after_a_refused_try(a, c):
+    # The staged `try` is refused as it ends (only the handler binds `w`, read after it); the user's `finally`
+    # must not run on the failed trace's values and replace that error with another.
+    z = a
+    try:
+        z = z + torch.arange(3)[c]
+    except IndexError:
+        w = z + 1
+        z = w
+    finally:
+        z = z * 2
+    return z + w
+
+
+def returns_from_the_handler(a, i):
+    y = a * 1
+    try:
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        return y - 100  # only this path returns here
+    return y * 2
+
+
+def test_a_return_in_the_handler_only():
+    assert_same_outcomes(returns_from_the_handler, [(T(0), T(1)), (T(0), T(5)), (T(2), T(-1)), (T(3), T(4))])
+
+
+def bound_by_the_handler_in_a_loop(a, c):
+    # `w` is first bound in the handler (a walrus in a graph loop's test), read only there: the enclosing graph
+    # loop carries it from a placeholder, as for a variable first bound in one branch of a graph `if`.
+    z = a
+    k = 0
+    while k < 2 and z < 100:
+        k += 1
+        try:
+            z = z + torch.arange(3)[z]
+        except IndexError:
+            j = 0
+            while j < 1 and (w := (a + c) * j) < 3:
+                j += 1
+            z = z + w + 10
+    return z
+
+
+def test_a_variable_first_bound_in_the_handler_inside_a_graph_loop():
+    assert_same_outcomes(bound_by_the_handler_in_a_loop, [(T(5), T(-3)), (T(0), T(1)), (T(1), T(2)), (T(-9), T(0))])
+
+
+def read_after_only_the_handler_binds(a, i):
+    try:
+        y = a + torch.arange(3)[i]
+    except IndexError:
+        w = a * 2
+        y = a
+    return y + w  # the read line: unbound in Python when the body succeeds
+
+
+def test_a_variable_only_the_handler_binds_read_after_the_try_is_refused_at_the_try():
+    for fn in (read_after_only_the_handler_binds, finally_after_a_refused_try):
+        with pytest.raises(ValueError, match="'w' must also be initialised in the `try` body") as info:
+            ta.function(fn)(T(1), T(5))
+        assert line_of(fn, "except IndexError:") in str(info.value)
+
+
+def failing_op_in_a_nested_if(a, i):
+    y = a * 1
+    try:
+        if a > 0:
+            torch.arange(3)[i]  # unused: it still runs, and fails for i out of range
+        y = y + 1
+    except IndexError:
+        y = y - 100
+    return y
+
+
+def test_a_failing_op_inside_a_nested_tensor_if_in_the_body_still_runs():
+    assert_same_outcomes(failing_op_in_a_nested_if, [(T(3), T(4)), (T(3), T(1)), (T(-1), T(4)), (T(2), T(-5))])
+
+
+def failing_op_in_a_nested_loop(a, i):
+    y = a * 1
+    try:
+        for k in range(int(a) % 3):
+            torch.arange(3)[i + k]  # unused, in a graph loop
+        y = y + 1
+    except IndexError:
+        y = y - 100
+    return y
+
+
+def test_a_failing_op_inside_a_nested_tensor_loop_in_the_body_still_runs():
+    assert_same_outcomes(failing_op_in_a_nested_loop, [(T(2), T(2)), (T(1), T(1)), (T(0), T(7)), (T(2), T(0))])
+
+
+COUNTER = ta.Variable(torch.tensor(0), trainable=False)
+
+
+def finally_counts(a, i):
+    y = a * 1
+    try:
+        y = y + torch.arange(3)[i]
+    except KeyError:  # never what the body raises: the IndexError goes on
+        y = y - 100
+    finally:
+        COUNTER.assign_add(1)  # the finally line
+    return y
+
+
+def test_finally_runs_its_graph_ops_when_the_try_raises_an_uncaught_exception():
+    f = ta.function(finally_counts)
+    for i, raises in ((1, False), (5, True), (0, False), (-7, True)):
+        for fn in (finally_counts, f):
+            COUNTER.assign(0)
+            if raises:
+                with pytest.raises(IndexError):
+                    fn(T(1), T(i))
+            else:
+                assert int(fn(T(1), T(i))) == 1 + i
+            assert int(COUNTER.read_value()) == 1, (fn, i)
+
+
+def fail(v):
+    raise ValueError("fail")
+
+
+def nested_try_after_a_body_that_raised_while_traced(a, b, c):
+    # The outer body raises while traced (plain Python catches it); the handler's graph loop holds a staged
+    # `try` whose numbers (`y - 2`, `y` a run-time int) stay before its body, and whose unused failing op runs.
+    x = 0
+    y = 1
+    z = a
+    try:
+        x = x + fail(y)
+    except ValueError:
+        k = 0
+        while k < 3 and (z <= a or y < c):
+            k += 1
+            try:
+                if z != z or x >= 0:
+                    torch.arange(3)[a % 4]
+                y = y + 1
+            except IndexError:
+                y = y - 2
+            else:
+                y = y * 2
+    return y + a * 0
+
+
+def test_a_staged_try_in_the_handler_of_a_body_that_raised_while_traced():
+    assert_same_outcomes(nested_try_after_a_body_that_raised_while_traced,
+                         [(T(0), T(-3), T(-4)), (T(7), T(3), T(1)), (T(3), T(0), T(2))])
+
+
+def finally_writes_what_the_body_changed(a, i):
+    y = a * 1
+    try:
+        y = y + torch.arange(3)[i]
+    except KeyError:
+        y = y - 100
+    finally:
+        COUNTER.assign(y)  # the refused finally
+    return y
+
+
+def test_a_finally_whose_effect_reads_a_value_the_body_changes_is_refused_at_its_line():
+    with pytest.raises(TypeError, match="the `finally:` of the `except KeyError`.*reading 'y'") as info:
+        ta.function(finally_writes_what_the_body_changed)(T(1), T(1))
+    assert line_of(finally_writes_what_the_body_changed, "# the refused finally") in str(info.value)
