@@ -26,6 +26,22 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+# The test modules whose `worker` runs in two spawned gloo processes (tests/distributed_harness.py): one spawn
+# serves all of them, each module's `results` fixture takes its part (`spawned_results[__file__]`).
+SPAWNED_MODULES = ("staging/test_ddp.py", "staging/test_fsdp.py", "tracing/test_collectives.py")
+
+
+@pytest.fixture(scope="session")
+def spawned_results(request):
+    """{test module path: its worker's results by rank}, for the modules of SPAWNED_MODULES this session runs."""
+    from distributed_harness import run_modules
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    collected = {os.path.realpath(str(item.path)) for item in request.session.items}
+    paths = [p for p in (os.path.join(here, m) for m in SPAWNED_MODULES) if p in collected]
+    return run_modules(paths, nprocs=2, timeout=900)
+
+
 @pytest.fixture(scope="module")
 def one_process_group():
     """A gloo process group of this process alone (world size 1): for trace-time checks of torch.distributed."""

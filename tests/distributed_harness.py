@@ -1,8 +1,9 @@
 """Run a function in N spawned processes joined in a gloo process group, and collect what each returns.
 
-One spawn per test module (a module-scoped fixture calls `run_spawned` once with a worker that runs every
-scenario of the module and returns their results); the tests then assert on those results. A hang (a
-collective one process never joins) fails after `timeout` seconds instead of blocking the suite.
+Each test module has a `worker` that runs every scenario of the module and returns their results; one spawn
+serves several modules (`run_modules`, from the session fixture `spawned_results` of tests/conftest.py: each
+process imports torch once, not once per module), and the tests then assert on their module's results. A hang
+(a collective one process never joins) fails after `timeout` seconds instead of blocking the suite.
 """
 
 from __future__ import annotations
@@ -81,3 +82,25 @@ def run_spawned(worker: Callable, nprocs: int = 2, timeout: float = 240.0, args:
                 p.kill()
                 p.join(timeout=5)
     return [results[r] for r in range(nprocs)]
+
+
+def _modules_worker(rank: int, world: int, paths: tuple[str, ...]) -> list[Any]:
+    import importlib.util
+
+    out = []
+    for i, path in enumerate(paths):
+        spec = importlib.util.spec_from_file_location(f"_spawned_module_{i}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out.append(module.worker(rank, world))
+        gc.collect()  # the module's models and groups go before the next module's scenarios start
+    return out
+
+
+def run_modules(paths: list[str], nprocs: int = 2, timeout: float = 900.0) -> dict[str, list[Any]]:
+    """The `worker(rank, world_size)` of each test module file in `paths`, in turn, in one spawn of `nprocs`
+    processes: {path: the list of that worker's results, by rank}. Fails as `run_spawned` does."""
+    if not paths:
+        return {}
+    by_rank = run_spawned(_modules_worker, nprocs=nprocs, timeout=timeout, args=(tuple(paths),))
+    return {path: [by_rank[r][i] for r in range(nprocs)] for i, path in enumerate(paths)}

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import runpy
 import shutil
 import subprocess
 import sys
@@ -33,10 +34,11 @@ print("package output matches", tuple(out.shape))
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """The example saved with aot_compile=True (one AOTInductor compile, shared by the tests here)."""
+    # In this process (the loading test below is the fresh one): the example's main(), as its command line runs it;
+    # fork_rng keeps the seed it sets at import to the example.
     out = tmp_path_factory.mktemp("cpp_demo")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in sys.path if p])}
-    subprocess.run([sys.executable, str(EXAMPLE / "export_model.py"), str(out)], check=True, env=env,
-                   capture_output=True)
+    with torch.random.fork_rng():
+        runpy.run_path(str(EXAMPLE / "export_model.py"), run_name="export_model")["main"](str(out))
     return out
 
 

@@ -152,13 +152,19 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_every_arrow_points_down_the_layers():
-    edges, external = import_graph(PACKAGE)
+@pytest.fixture(scope="module")
+def package_imports() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """`import_graph` of the package, read once for the two checks below (neither changes it)."""
+    return import_graph(PACKAGE)
+
+
+def test_every_arrow_points_down_the_layers(package_imports):
+    edges, external = package_imports
     assert wrong_arrows(edges, external) == []
 
 
-def test_no_import_cycles_between_modules():
-    edges, _ = import_graph(PACKAGE)
+def test_no_import_cycles_between_modules(package_imports):
+    edges, _ = package_imports
     assert cycles(edges) == []
 
 
@@ -205,3 +211,64 @@ def test_the_checks_catch_wrong_arrows_deferred_imports_and_cycles(tmp_path):
     ]
     assert cycles(edges) == [["torch_autograph.backends.codegen", "torch_autograph.graph.ir",
                               "torch_autograph.tracing.trace"]]
+
+
+
+def _exports(root: pathlib.Path, folder: str) -> set[str]:
+    """The names a folder's `__init__` lists in `__all__` (its front door)."""
+    tree = ast.parse((root / folder / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def back_doors(root: pathlib.Path) -> list[str]:
+    """Imports of another folder that pass by its front door: a deeper module, or a name its `__all__` lacks.
+
+    The package's own `__init__` (the public API) may reach anywhere; a folder's modules import their own
+    folder freely.
+    """
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        name = _module_name(path, root)
+        if name == root.name:
+            continue
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                target = base + (node.module.split(".") if node.module else [])
+            else:
+                target = (node.module or "").split(".")
+            if target[0] != root.name or len(target) < 2 or target[1] == layer_of(name):
+                continue
+            if not (root / target[1] / "__init__.py").exists():
+                continue  # a top-level module (errors, config, nest, logs, ...)
+            where = f"{path.relative_to(root.parent)}:{node.lineno}"
+            if len(target) > 2:
+                bad.append(f"{where}: from {'.'.join(target)} (import from {'.'.join(target[:2])})")
+                continue
+            missing = sorted({a.name for a in node.names} - _exports(root, target[1]))
+            if missing:
+                bad.append(f"{where}: {', '.join(missing)} not in {target[1]}/__init__.py's __all__")
+    return bad
+
+
+def test_other_folders_import_a_folder_only_through_its_front_door():
+    assert back_doors(PACKAGE) == []
+
+
+def test_the_front_door_check_catches_deep_imports_and_unexported_names(tmp_path):
+    root = _fake_package(tmp_path, {
+        "graph/ir.py": "X = 1\nY = 2\n",
+        "graph/__init__.py": "from .ir import X\n__all__ = [\"X\"]\n",
+        "tracing/a.py": "from ..graph import X\nfrom ..graph import Y\nfrom ..graph.ir import X\n",
+        "tracing/b.py": "from . import a\n",  # its own folder: free
+    })
+    assert back_doors(root) == [
+        "torch_autograph/tracing/a.py:2: Y not in graph/__init__.py's __all__",
+        "torch_autograph/tracing/a.py:3: from torch_autograph.graph.ir (import from torch_autograph.graph)",
+    ]

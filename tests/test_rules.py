@@ -141,17 +141,22 @@ def name_decisions(tree: ast.Module) -> list[int]:
     return lines
 
 
-def test_no_module_level_container_is_reached_from_another_module():
-    assert shared_containers(_sources()) == []
+@pytest.fixture(scope="module")
+def sources() -> dict[str, tuple[pathlib.Path, ast.Module]]:
+    """The package's modules, parsed once for the checks of this file (none of them changes a tree)."""
+    return _sources()
 
 
-def test_nothing_registers_itself_except_the_one_documented_place():
-    assert registration_functions(_sources()) == []
+def test_no_module_level_container_is_reached_from_another_module(sources):
+    assert shared_containers(sources) == []
+
+
+def test_nothing_registers_itself_except_the_one_documented_place(sources):
+    assert registration_functions(sources) == []
 
 
 @pytest.mark.parametrize("folder", ["graph/passes", "backends"])
-def test_passes_and_backends_never_decide_on_a_name(folder):
-    sources = _sources()
+def test_passes_and_backends_never_decide_on_a_name(folder, sources):
     bad = [f"{p.relative_to(PACKAGE)}:{line}" for m, (p, tree) in sources.items()
            if str(p.relative_to(PACKAGE)).startswith(folder) for line in name_decisions(tree)]
     assert bad == []

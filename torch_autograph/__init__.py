@@ -14,15 +14,10 @@ import importlib
 from typing import Any
 
 from . import autograph, config, errors, nest, staging
-from .function import ConcreteFunction, Function, TraceEvent, function
-from .function.export_api import export
-from .state import optimizers
-from .state.tape import GradientTape, UnconnectedGradients
-from .state.tensor_array import TensorArray
-from .state.variables import Variable, init_scope
-from .subtraces.user_ops import cond, print, py_function, shape, while_loop
-from .tracing.spec import TensorSpec
-from .tracing.tensor import GraphTensor
+from .function import ConcreteFunction, Function, TraceEvent, export, function
+from .state import GradientTape, TensorArray, UnconnectedGradients, Variable, init_scope, optimizers
+from .subtraces import cond, print, py_function, shape, while_loop
+from .tracing import GraphTensor, TensorSpec
 
 # The one registration done at import: AutoGraph's operators stage graph values through `staging`.
 staging.install()

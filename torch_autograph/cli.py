@@ -32,11 +32,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .autograph import to_code
-from .function import Function, function
-from .function.function import BoundFunction
-from .function.tracebacks import map_origin
-from .tracing import locations
-from .tracing.spec import TensorSpec
+from .function import BoundFunction, Function, function, map_origin
+from .tracing import TensorSpec, is_library_file
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*(?:@\s*([A-Za-z0-9:_]+))?\s*$")
 
@@ -85,7 +82,7 @@ def _user_line(e: BaseException) -> str | None:
         loc = map_origin(f.filename, f.lineno)
         if loc is not None:
             found = f"{loc.filename}:{loc.lineno}"
-        elif not locations.is_library_file(f.filename) and f.filename != __file__:
+        elif not is_library_file(f.filename) and f.filename != __file__:
             found = f"{f.filename}:{f.lineno}"
     return found
 

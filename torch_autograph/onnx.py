@@ -27,9 +27,7 @@ from typing import Any, Iterator
 import torch
 
 from .errors import TorchAutographError
-from .function import ConcreteFunction, Function
-from .function.function import BoundFunction
-from .function.tracebacks import user_facing
+from .function import BoundFunction, ConcreteFunction, Function, user_facing
 from .graph import CheckOp, walk_nodes
 
 
@@ -158,13 +156,13 @@ def _concrete(f: Any, example_args: tuple) -> ConcreteFunction:
 
 
 def _bind(cf: ConcreteFunction, args: tuple) -> dict:
-    from .function.arguments import bind_arguments
+    from .function import bind_arguments
 
     return bind_arguments(cf._signature, args, {}, cf.name)
 
 
 def _random_inputs(cf: ConcreteFunction) -> list[torch.Tensor]:
-    from .exporting.program import example_inputs
+    from .exporting import example_inputs
 
     out = []
     for t in example_inputs(cf.graph):

@@ -25,9 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .function import ConcreteFunction, Function
-from .function.function import BoundFunction
-from .function.tracebacks import user_facing
+from .function import BoundFunction, ConcreteFunction, Function, user_facing
 from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
 
 

@@ -50,25 +50,27 @@ def test_a_growing_loop_variable_compiles_its_region_once_and_matches_the_defaul
     assert len(_compiles(caplog)) == 1 and "(open sizes symbolic)" in _compiles(caplog)[0]
 
 
-def test_a_compile_in_a_new_process_is_served_by_inductors_caches(tmp_path):
+def test_a_compile_in_a_new_process_is_served_by_inductors_caches():
     # What a second process finds on disk: inductor's FX graph cache and AOT autograd's cache both hit (they
-    # need a shape environment, and fx nodes known to be tensors).
+    # need a shape environment, and fx nodes known to be tensors). The caches are the default ones (those the
+    # rest of the suite fills: a fresh cache directory would compile inductor's own C++ helpers again, half of
+    # this test's time); a constant new to every run of the test makes the first process's lookups miss.
+    import os
     import subprocess
     import sys
+    import uuid
 
+    scale = 2.0 + (uuid.uuid4().int % 10**9) / 10**10  # in the graph, so in both caches' keys
     script = (
         "import torch, torch_autograph as ta\n"
         "from torch._dynamo.utils import counters\n"
         "m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))\n"
-        "f = ta.function(lambda x: m(x).relu().transpose(0, 1).contiguous() * 2.0, jit_compile=True)\n"
+        f"f = ta.function(lambda x: m(x).relu().transpose(0, 1).contiguous() * {scale!r}, jit_compile=True)\n"
         "with torch.no_grad():\n"
         "    f(torch.randn(4, 8))\n"
         "print(counters['aot_autograd']['autograd_cache_hit'], counters['inductor']['fxgraph_cache_hit'])\n")
-    import os
-
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path),
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
             .stdout.split() for _ in range(2)]
     assert runs[0] == ["0", "0"] and runs[1] == ["1", "1"]

@@ -452,15 +452,21 @@ def test_frozen_captures_are_compiled_again_by_reference_after_an_update():
     torch.testing.assert_close(xg.grad, xe.grad)
 
 
-@pytest.mark.parametrize("write", [
-    lambda m: m[0].weight.data.mul_(2.0),  # in place through `.data`: a tensor with a version counter of its own
-    lambda m: m[0].weight.data[1].fill_(3.0),  # a view of that tensor
-    lambda m: m[2].bias.data.copy_(torch.full((2,), 5.0)),
-    lambda m: m[0].weight.detach().numpy().__setitem__((0, 0), 7.0),  # a NumPy view: no version counter
-    lambda m: numpy.asarray(m[2].bias.data).__setitem__(1, -3.0),
-    lambda m: torch.from_dlpack(m[0].bias.detach()).mul_(3.0),  # a DLPack view: a version counter of its own
-], ids=["data_mul_", "data_view_fill_", "data_copy_", "numpy_view", "numpy_asarray", "from_dlpack"])
-@pytest.mark.parametrize("jit", [True, "auto"])
+_WRITES = {
+    "data_mul_": lambda m: m[0].weight.data.mul_(2.0),  # in place through `.data`: a version counter of its own
+    "data_view_fill_": lambda m: m[0].weight.data[1].fill_(3.0),  # a view of that tensor
+    "data_copy_": lambda m: m[2].bias.data.copy_(torch.full((2,), 5.0)),
+    "numpy_view": lambda m: m[0].weight.detach().numpy().__setitem__((0, 0), 7.0),  # no version counter
+    "numpy_asarray": lambda m: numpy.asarray(m[2].bias.data).__setitem__(1, -3.0),
+    "from_dlpack": lambda m: torch.from_dlpack(m[0].bias.detach()).mul_(3.0),  # a version counter of its own
+}
+
+
+# Every write under jit_compile=True; under "auto" (the same frozen code, reached through the tiering), one by
+# default and the others in `make test-slow`.
+@pytest.mark.parametrize("jit, write", [pytest.param(True, w, id=f"True-{name}") for name, w in _WRITES.items()] + [
+    pytest.param("auto", w, id=f"auto-{name}", marks=() if name == "data_mul_" else pytest.mark.slow)
+    for name, w in _WRITES.items()])
 def test_writes_through_data_thaw_frozen_captures(write, jit, jit_threshold, monkeypatch):
     if jit == "auto":  # "auto" ships the frozen code, whatever the timings say
         jit_threshold(2)

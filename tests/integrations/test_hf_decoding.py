@@ -119,6 +119,45 @@ def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, bat
     assert len(f.trace_history()) == 1  # one graph: the stop is decided when it runs
 
 
+def _while_decoder(model):
+    """The same KV-cache decode as a `while` on the tensor stop flag: one graph loop from the first step."""
+    kw = _cache_keyword(model)
+
+    def decode(ids, mask, eos):
+        cache = transformers.DynamicCache(config=model.config)
+        out = model(input_ids=ids, attention_mask=mask, **{kw: cache}, use_cache=True)
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        toks = torch.cat([ids, nxt], 1)
+        done = nxt == eos
+        step = 0
+        while not done.all() and step < STEPS:
+            mask = torch.cat([mask, torch.ones_like(nxt)], 1)
+            out = model(input_ids=nxt, attention_mask=mask, **{kw: cache}, use_cache=True)
+            nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
+            toks = torch.cat([toks, nxt], 1)
+            done = done | (nxt == eos)
+            step += 1
+        return toks
+
+    return decode
+
+
+def test_greedy_decoding_in_a_while_loop_on_the_stop_flag_equals_eager():
+    # The left-padded batch: the attention mask and the cache grow together in one graph loop, and the
+    # library's padding of the mask to the cache's length (`F.pad` by their difference) decides as eagerly.
+    torch.manual_seed(0)
+    model = _llama().eval()
+    decode = _while_decoder(model)
+    ids, mask = _prompts(2)
+    no_eos = torch.tensor(-1)
+    with torch.no_grad():
+        eager = decode(ids, mask, no_eos)
+        f = ta.function(decode)
+        for eos in (no_eos, eager[0, T + 1], eager[:, T + 2].max()):
+            assert torch.equal(f(ids, mask, eos), decode(ids, mask, eos)), eos
+    assert len(f.trace_history()) == 1
+
+
 @pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2", marks=_SLOW),
                                   pytest.param(_mistral, id="mistral", marks=_SLOW)])
 def test_greedy_decoding_without_a_cache_equals_eager(make):

@@ -2,6 +2,7 @@
 
 The import test runs in a fresh interpreter: it snapshots every class attribute and function attribute the
 table can touch before `import torch_autograph`, then checks each target of the table is the same object after.
+The same interpreter then runs a trace and torch.compile after it (the torch.compile test).
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES, table
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _run(code: str) -> dict:
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    """The results of `_SNAPSHOT` and then `_COMPILE_AFTER_A_TRACE`, from one fresh interpreter."""
     env = dict(os.environ, PYTHONPATH=ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", _SNAPSHOT + _COMPILE_AFTER_A_TRACE], env=env, capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    return {"snapshot": json.loads(lines[-2]), "compile": json.loads(lines[-1])}
 
 
 _SNAPSHOT = """
@@ -55,8 +60,8 @@ print(json.dumps({"changed": changed, "targets": targets, "active": TRACE_PATCHE
 """
 
 
-def test_importing_the_package_changes_no_torch_attribute():
-    got = _run(_SNAPSHOT)
+def test_importing_the_package_changes_no_torch_attribute(fresh):
+    got = fresh["snapshot"]
     assert got == {"changed": [], "targets": got["targets"], "active": False}
     assert got["targets"] > 100  # the table was really walked: optimizers, schedulers, collectives, refs
 
@@ -168,15 +173,17 @@ def test_ddp_and_process_groups_after_a_trace_are_torchs_own(one_process_group):
     torch.testing.assert_close(t, torch.ones(2))
 
 
-def test_torch_compile_after_a_trace_behaves_as_without_the_package():
-    got = _run("""
-import json, torch, torch_autograph as ta
+# Run after `_SNAPSHOT`, in its interpreter (the fixture `fresh`).
+_COMPILE_AFTER_A_TRACE = """
 ta.function(lambda x: torch.relu(x) * 2)(torch.randn(3))
 x = torch.randn(4)
 c = torch.compile(lambda x: torch.sin(x) + 1, backend="eager")
 print(json.dumps({"same": bool(torch.equal(c(x), torch.sin(x) + 1))}))
-""")
-    assert got == {"same": True}
+"""
+
+
+def test_torch_compile_after_a_trace_behaves_as_without_the_package(fresh):
+    assert fresh["compile"] == {"same": True}
 
 
 def test_the_docs_page_lists_every_patch_of_the_table():

@@ -210,17 +210,24 @@ class Counter(torch.nn.Module):
         return self.norm(x), torch.stack(outs)
 '''
 
-SAVE = '''
-import sys, torch, torch_autograph as ta
-sys.path.insert(0, sys.argv[2])
-import counter_defs
-m = counter_defs.Counter().eval()
-ta.saved_model.save(m, sys.argv[1])
-torch.manual_seed(5)
-inputs = [(torch.randn(n, 4), torch.tensor(k)) for n, k in ((3, 2), (7, 5), (1, 1))]
-eager = [type(m).run.python_function(m, *a) for a in inputs]  # the reference: eager PyTorch
-torch.save({"inputs": inputs, "outputs": eager}, sys.argv[1] + "/expected.pt")
-'''
+def _save_counter(out, src) -> None:
+    """Saves `counter_defs.Counter` (imported from `src`) into `out` with the expected outputs, eager's; then the
+    module leaves this process (sys.modules and sys.path), as it leaves the disk."""
+    import importlib
+
+    sys.path.insert(0, str(src))
+    try:
+        counter_defs = importlib.import_module("counter_defs")
+        m = counter_defs.Counter().eval()
+        ta.saved_model.save(m, str(out))
+        g = torch.Generator().manual_seed(5)
+        inputs = [(torch.randn(n, 4, generator=g), torch.tensor(k)) for n, k in ((3, 2), (7, 5), (1, 1))]
+        eager = [type(m).run.python_function(m, *a) for a in inputs]  # the reference: eager PyTorch
+        torch.save({"inputs": inputs, "outputs": eager}, str(out) + "/expected.pt")
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("counter_defs", None)
+
 
 LOAD = '''
 import sys, torch, torch_autograph as ta
@@ -244,7 +251,7 @@ def test_loads_in_a_fresh_process_after_the_defining_module_is_deleted(tmp_path)
     src.mkdir()
     (src / "counter_defs.py").write_text(textwrap.dedent(DEFINITIONS))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    subprocess.run([sys.executable, "-c", SAVE, str(out), str(src)], check=True, env=env, capture_output=True)
+    _save_counter(out, src)  # here: one fresh process (the loading one) is what the test is about
     (src / "counter_defs.py").unlink()
     subprocess.run(["rm", "-rf", str(src)], check=True)
     done = subprocess.run([sys.executable, "-c", LOAD, str(out)], env=env, capture_output=True, text=True,

@@ -6,12 +6,12 @@ trace-time errors run in this process on a one-process gloo group.
 
 import copy
 import inspect
+import os
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from distributed_harness import run_spawned
 
 import torch_autograph as ta
 from torch_autograph.backends import regions
@@ -194,8 +194,9 @@ def worker(rank, world):
 
 
 @pytest.fixture(scope="module")
-def results():
-    return run_spawned(worker, nprocs=2, timeout=420)
+def results(spawned_results):
+    """`worker`'s results by rank (the one spawn of tests/conftest.py's `spawned_results` runs it)."""
+    return spawned_results[os.path.realpath(__file__)]
 
 
 def _close(a, b, exact=True):

@@ -4,12 +4,12 @@ One spawn runs every scenario in both processes (`distributed_harness`); each te
 """
 
 import copy
+import os
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from distributed_harness import run_spawned
 
 import torch_autograph as ta
 
@@ -109,8 +109,9 @@ def worker(rank, world):
 
 
 @pytest.fixture(scope="module")
-def results():
-    return run_spawned(worker, nprocs=2, timeout=300)
+def results(spawned_results):
+    """`worker`'s results by rank (the one spawn of tests/conftest.py's `spawned_results` runs it)."""
+    return spawned_results[os.path.realpath(__file__)]
 
 
 def _check(results, key):

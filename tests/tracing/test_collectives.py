@@ -5,12 +5,12 @@ this process on a one-process gloo group.
 """
 
 import inspect
+import os
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-from distributed_harness import run_spawned
 
 import torch_autograph as ta
 
@@ -123,8 +123,9 @@ def worker(rank, world):
 
 
 @pytest.fixture(scope="module")
-def results():
-    return run_spawned(worker, nprocs=2)
+def results(spawned_results):
+    """`worker`'s results by rank (the one spawn of tests/conftest.py's `spawned_results` runs it)."""
+    return spawned_results[os.path.realpath(__file__)]
 
 
 # ----- two processes ---------------------------------------------------------------------------------------

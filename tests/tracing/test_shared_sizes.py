@@ -82,3 +82,70 @@ def test_a_size_merged_by_a_tensor_if_keeps_its_bounds():
 
     for stop in (2.0, 100.0):
         assert torch.equal(ta.function(f)(torch.ones(2), torch.tensor(stop)), f(torch.ones(2), stop))
+
+
+def seq_len(c):
+    """Library code: a cache's length, 0 when it holds nothing (transformers' `DynamicLayer.get_seq_length`)."""
+    if c.numel() == 0:
+        return 0
+    return c.shape[0]
+
+
+def grown_from_a_filled_cache(c, x, n):
+    i = torch.tensor(0)
+    while i < n:
+        c = c + torch.zeros(seq_len(c), 3)
+        c = torch.cat([c, x[None]])
+        i += 1
+    return c
+
+
+def shrunk(c, n):
+    i = torch.tensor(0)
+    while i < n:
+        c = c[1:]
+        i += 1
+    return c, seq_len(c)
+
+
+def _conds(f, *args):
+    from torch_autograph.graph import CondOp
+    from torch_autograph.graph.walkers import walk_nodes
+
+    graph = f.get_concrete_function(*args).graph
+    return sum(isinstance(n.op.target, CondOp) for n in walk_nodes(graph))
+
+
+def test_a_dim_a_loop_only_grows_is_never_below_its_entry_size():
+    # The cache enters with 2 rows and each iteration adds one: `numel() == 0` is False at every iteration,
+    # decided while tracing (no graph `if`), and the length read from it is the loop's own size.
+    f = ta.function(grown_from_a_filled_cache)
+    for n in (0, 1, 3):
+        args = (torch.zeros(2, 3), torch.ones(3), torch.tensor(n))
+        assert torch.equal(f(*args), grown_from_a_filled_cache(*args))
+    assert len(f.trace_history()) == 1
+    assert _conds(f, torch.zeros(2, 3), torch.ones(3), torch.tensor(1)) == 0
+
+
+def test_a_dim_a_loop_shrinks_may_go_below_its_entry_size():
+    # Traced first as never below 4 rows; the traced body makes it smaller, so it is traced again without that.
+    f = ta.function(shrunk)
+    for n in (0, 1, 4):
+        out, length = f(torch.zeros(4, 3), torch.tensor(n))
+        want, want_length = shrunk(torch.zeros(4, 3), torch.tensor(n))
+        assert torch.equal(out, want) and int(length) == want_length
+    assert len(f.trace_history()) == 1
+
+
+def padded_to_a_longer_loop_output(x, stop):
+    a, b = x, x
+    while a.sum() < stop:
+        a = torch.cat([a, x[:1], x[:1]])
+        b = torch.cat([b, x[:1]])
+    return pad_to(a, b)  # padded by a size known only when the graph runs
+
+
+def test_a_pad_by_a_size_known_only_when_the_graph_runs():
+    f = ta.function(padded_to_a_longer_loop_output)
+    for stop in (1.0, 3.0, 9.0):
+        assert torch.equal(f(torch.ones(2), torch.tensor(stop)), padded_to_a_longer_loop_output(torch.ones(2), stop))

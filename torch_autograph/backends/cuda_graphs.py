@@ -76,9 +76,9 @@ from typing import Any, Callable, Iterator, Protocol
 import torch
 
 from ..errors import GraphLoweringError
-from ..graph import Graph, ValueKind, walk_nodes
-from ..graph.walkers import iter_leaves, map_nest
-from . import Compiled, CompileOptions, regions, torch_codegen
+from ..graph import Graph, ValueKind, iter_leaves, map_nest, walk_nodes
+from . import regions, torch_codegen
+from .compiled import Compiled, CompileOptions
 from .cuda_obstacles import find_obstacles, graph_devices, raise_obstacles
 
 MAX_LAYOUTS = 8  # captured layouts kept per ConcreteFunction; each holds a memory pool of intermediates

@@ -42,6 +42,7 @@ from ..graph import (
     CheckOp,
     CondOp,
     Effect,
+    Expression,
     Graph,
     Node,
     OpKind,
@@ -52,7 +53,6 @@ from ..graph import (
     unique_values,
     walk_nodes,
 )
-from ..graph.ops import Expression
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:

@@ -88,8 +88,9 @@ from ..errors import GraphLoweringError
 from ..graph import Graph, Node, Trait, Value, autocast_state, walk_nodes
 from ..interop import Watch
 from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
-from . import Compiled, CompileOptions, regions, torch_codegen
+from . import regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
+from .compiled import Compiled, CompileOptions
 from .fx_lowering import to_fx
 from .jit_report import JitReport, RegionRecord
 from .regions import side_effect

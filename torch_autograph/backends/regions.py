@@ -91,6 +91,7 @@ import torch
 from ..graph import (
     CheckOp,
     Effect,
+    Expression,
     Graph,
     Node,
     Op,
@@ -101,9 +102,8 @@ from ..graph import (
     map_nest,
     unique_values,
     walk_nodes,
+    writes_only_its_own,
 )
-from ..graph.ops import Expression
-from ..graph.passes.effects import writes_only_its_own
 
 MIN_REGION_OPS = 5
 MIN_TRAINING_REGION_OPS = 16

@@ -15,7 +15,8 @@ import torch
 
 from ..errors import GraphLoweringError
 from ..graph import Graph, Node, autocast_state, under_autocast, walk_nodes
-from . import Compiled, CompileOptions, regions, torch_codegen
+from . import regions, torch_codegen
+from .compiled import Compiled, CompileOptions
 from .inductor import _compile_split, _lower, _Runner, side_effect
 
 _Fallback = Callable[[str], None]

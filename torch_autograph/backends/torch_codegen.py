@@ -40,11 +40,13 @@ from ..graph import (
     ValueKind,
     WhileOp,
     iter_values,
+    qualified_name,
+    render_call,
+    render_pattern,
     run_check,
     under_autocast,
 )
-from ..graph.printing import qualified_name, render_call, render_pattern
-from . import Compiled, CompileOptions
+from .compiled import Compiled, CompileOptions
 
 _counter = itertools.count()
 

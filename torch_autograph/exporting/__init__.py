@@ -4,6 +4,6 @@
 loads the programs of a function or module.
 """
 
-from .program import dynamic_shapes, export_graph, exportable_module
+from .program import dynamic_shapes, example_inputs, export_graph, exportable_module
 
-__all__ = ["dynamic_shapes", "export_graph", "exportable_module"]
+__all__ = ["dynamic_shapes", "example_inputs", "export_graph", "exportable_module"]

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..graph import CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, unique_values
-from ..graph.walkers import iter_values
+from ..graph import CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, unique_values
 
 # Functions that update tensors given as arguments without the op saying so: (argument index, keyword).
 _NORM_STATS = (((1, "running_mean"), (2, "running_var")), "training", 5)

@@ -7,7 +7,7 @@ them, and carry tensors of one shape.
 
 from __future__ import annotations
 
-from ..backends.fx_lowering import lowering_error
+from ..backends import lowering_error
 from ..errors import GraphLoweringError
 from ..graph import CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp
 from .analysis import node_writes

@@ -34,12 +34,12 @@ from typing import Any
 
 import torch
 
-from ..backends.fx_lowering import lowering_error
-from ..backends.torch_codegen import CodeWriter
+from ..backends import CodeWriter, lowering_error
 from ..graph import (
     CheckOp,
     CondOp,
     Effect,
+    Expression,
     Graph,
     Node,
     OpKind,
@@ -47,13 +47,13 @@ from ..graph import (
     ValueKind,
     WhileOp,
     map_nest,
+    render_call,
+    render_pattern,
     under_autocast,
     unique_values,
 )
-from ..graph.ops import Expression
-from ..graph.printing import render_call, render_pattern
-from ..state import variables
-from ..tracing import promoted
+from ..state import assign, assign_add, assign_add_index, assign_index, assign_sub, assign_sub_index
+from ..tracing import Augmented, NumberOp, promote_number
 from . import runtime
 from .analysis import ListTypes, node_writes, writes
 from .checks import check_fixed_shapes, check_loop_var_writes, check_updates_of_passed_on, raise_output_list
@@ -202,18 +202,18 @@ class ExportCodegen(ListLowering):
         if op.kind is OpKind.FUNCTION and op.target in _VARIABLE_UPDATES:
             self.variable_update(node)
             return
-        if op.kind is OpKind.FUNCTION and isinstance(op.target, promoted.Augmented):
+        if op.kind is OpKind.FUNCTION and isinstance(op.target, Augmented):
             self.augmented(node, scope)
             return
-        if op.kind is OpKind.FUNCTION and isinstance(op.target, promoted.NumberOp):
+        if op.kind is OpKind.FUNCTION and isinstance(op.target, NumberOp):
             # Which run-time tensors stand for Python numbers matters only to `augmented` (see there): the op.
             node = dataclasses.replace(node, op=dataclasses.replace(op, target=op.target.fn))
             op = node.op
         if op.kind is OpKind.FUNCTION and op.target is torch.tensor and op.converts_number:
-            node = dataclasses.replace(node, op=dataclasses.replace(op, target=promoted.promote_number),
+            node = dataclasses.replace(node, op=dataclasses.replace(op, target=promote_number),
                                        args=(node.args[0], node.kwargs["dtype"], node.kwargs["device"]), kwargs={})
             op = node.op
-        if op.kind is OpKind.FUNCTION and op.target is promoted.promote_number:
+        if op.kind is OpKind.FUNCTION and op.target is promote_number:
             # A number made a tensor (to merge it with one, or carry it in a loop): no trip through `.item()`.
             n, dtype, device = node.args
             to = f".to({self.w.arg(device)})" if device is not None else ""
@@ -437,9 +437,9 @@ class ExportCodegen(ListLowering):
             self.w.line(f"{v.name}.copy_({new}{detach})", node.origin)
 
 
-_VARIABLE_UPDATES = {variables.assign: ("copy_", False), variables.assign_add: ("add_", False),
-                     variables.assign_sub: ("sub_", False), variables.assign_index: ("copy_", True),
-                     variables.assign_add_index: ("add_", True), variables.assign_sub_index: ("sub_", True)}
+_VARIABLE_UPDATES = {assign: ("copy_", False), assign_add: ("add_", False),
+                     assign_sub: ("sub_", False), assign_index: ("copy_", True),
+                     assign_add_index: ("add_", True), assign_sub_index: ("sub_", True)}
 
 
 def _detached(w: _Writer, a: Any) -> str:

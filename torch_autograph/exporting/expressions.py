@@ -12,7 +12,7 @@ import ast
 
 import torch
 
-from ..backends.fx_lowering import lowering_error
+from ..backends import lowering_error
 from ..graph import Node
 
 _RT = "_rt"

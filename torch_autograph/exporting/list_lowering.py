@@ -20,15 +20,15 @@ from typing import Any
 
 import torch
 
-from ..backends.fx_lowering import lowering_error
+from ..backends import lowering_error
 from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, walk_nodes
-from ..state import tensor_array as tarr
+from ..state import ta_concat, ta_from_tensor, ta_gather, ta_new, ta_read, ta_size, ta_stack, ta_write
 from ..tracing import lists
 
 ExportCodegen = Scope = Any  # codegen's: codegen.py imports this module, so they are not imported here
 
 _RT = "_rt"
-_CREATE = {lists.list_new, tarr.ta_new, lists.list_from_rows, tarr.ta_from_tensor}
+_CREATE = {lists.list_new, ta_new, lists.list_from_rows, ta_from_tensor}
 _APPEND = {lists.list_append}
 _STACKS = {torch.stack: "stack", torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat"}
 
@@ -63,7 +63,7 @@ class ListLowering:
         elif target in _APPEND:
             self.reserve_here(args[0], "1", scope)
             w.line(f"{out.name} = {_RT}.append({w.raw(args[0])}, {w.raw(args[1])})", node.origin)
-        elif target is tarr.ta_write:
+        elif target is ta_write:
             lst, index, value, dynamic = args
             if dynamic and id(lst) in scope.local_lists:
                 w.line(f"{lst.name} = {_RT}.reserve_index({lst.name}, {w.raw(index)})")
@@ -75,22 +75,22 @@ class ListLowering:
                 raise lowering_error(node, "it pops a graph list at an index other than the last",
                                      "pop the last element (lst.pop())", to="torch.export")
             w.line(f"{render_pair(node)} = {_RT}.pop({w.raw(args[0])})", node.origin)
-        elif target in (lists.list_len, tarr.ta_size):
+        elif target in (lists.list_len, ta_size):
             w.line(f"{out.name} = {_RT}.length({w.raw(args[0])})", node.origin)
-        elif target is tarr.ta_read:
+        elif target is ta_read:
             w.line(f"{out.name} = {_RT}.get({w.raw(args[0])}, {w.raw(args[1])})", node.origin)
-        elif target is tarr.ta_stack:
+        elif target is ta_stack:
             w.line(f"{out.name} = {_RT}.stack({w.raw(args[0])})", node.origin)
-        elif target is tarr.ta_concat:
+        elif target is ta_concat:
             w.line(f"{out.name} = {_RT}.cat({w.raw(args[0])})", node.origin)
-        elif target is tarr.ta_gather:
+        elif target is ta_gather:
             w.line(f"{out.name} = {_RT}.gather({w.raw(args[0])}, {w.raw(args[1])})", node.origin)
         else:
             return False
         for v in node.outputs:
             if _is_list(v) and any(id(a) in scope.local_lists for a in node.input_values()):
                 scope.local_lists.add(id(v))
-        if target in _APPEND or target in (tarr.ta_write, lists.list_pop):
+        if target in _APPEND or target in (ta_write, lists.list_pop):
             # The run-time list is one object: what still refers to it by its old value sees the update.
             updated = node.pattern[0] if target is lists.list_pop else out
             if isinstance(updated, Value):
@@ -100,7 +100,7 @@ class ListLowering:
     def create_list(self: "ExportCodegen", node: Node, scope: "Scope") -> None:
         out, w, target = node.outputs[0], self.w, node.op.target
         scope.local_lists.add(id(out))
-        if target in (lists.list_from_rows, tarr.ta_from_tensor):
+        if target in (lists.list_from_rows, ta_from_tensor):
             w.line(f"{out.name} = {_RT}.list_from_rows({w.raw(node.args[0])})", node.origin)
             return
         element = self.list_types.element(out)
@@ -211,7 +211,7 @@ class ListLowering:
                         total = _plus(total, _times(self.trips(node, node), per_iteration))
             elif reads and target in _APPEND:
                 total = _plus(total, "1")
-            elif reads and target is tarr.ta_write and node.args[3]:
+            elif reads and target is ta_write and node.args[3]:
                 total = _plus(total, "1")
             if reads or (isinstance(target, (CondOp, WhileOp)) and any(id(a) in family for a in node.input_values())):
                 family.update(id(v) for v in node.outputs if _is_list(v))

@@ -1,5 +1,10 @@
 """`ta.function`: the polymorphic Function, its ConcreteFunctions, trace cache, signatures and the compile pipeline."""
 
-from .function import ConcreteFunction, Function, TraceEvent, function
+from .arguments import bind_arguments
+from .export_api import export
+from .function import BoundFunction, ConcreteFunction, Function, TraceEvent, function
+from .signatures import Identity, Literal, Structure
+from .tracebacks import map_origin, user_facing
 
-__all__ = ["ConcreteFunction", "Function", "TraceEvent", "function"]
+__all__ = ["BoundFunction", "ConcreteFunction", "Function", "Identity", "Literal", "Structure", "TraceEvent",
+           "bind_arguments", "export", "function", "map_origin", "user_facing"]

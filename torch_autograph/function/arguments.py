@@ -16,9 +16,7 @@ import torch
 
 from .. import nest
 from ..errors import InvalidArgumentError
-from ..tracing.arrays import GraphArray
-from ..tracing.context import Traced
-from ..tracing.trace import TraceState
+from ..tracing import GraphArray, Traced, TraceState
 from . import signatures as sig
 from .signatures import ArraySpec, Identity, Literal, Structure, TensorSpec
 

@@ -19,10 +19,7 @@ from typing import Any, Callable
 import torch
 
 from .. import nest
-from ..tracing.context import Traced, outside_trace
-from ..tracing.locations import user_location
-from ..tracing.spec import TensorSpec
-from ..tracing.tensor import GraphTensor
+from ..tracing import GraphTensor, TensorSpec, Traced, outside_trace, user_location
 
 _MAX_DEPTH = 3  # functions in the closure's cells (helpers it calls) are followed this deep
 

@@ -11,15 +11,11 @@ import torch
 from torch.autograd import profiler as _profiler
 
 from .. import config, nest
-from ..backends import Compiled
-from ..backends.fx_lowering import to_fx
-from ..backends.torch_codegen import add_runtime_error_note
+from ..backends import Compiled, add_runtime_error_note, to_fx
 from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
-from ..state.module_guards import ModuleStructure
-from ..state.python_state import StateEffects
-from ..tracing.spec import TensorSpec
-from ..tracing.tensor import GraphTensor
+from ..state import ModuleStructure, StateEffects
+from ..tracing import GraphTensor, TensorSpec
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
 from .signatures import Literal, Structure
@@ -255,7 +251,7 @@ class ConcreteFunction:
                 inside the graph, a list grown by a `while` loop of unknown length), naming the node and the
                 user's line; or torch.export failing on the code of one line.
         """
-        from ..exporting.program import export_graph
+        from ..exporting import export_graph
         from .export_structured import structured_interface
 
         example = bound = None

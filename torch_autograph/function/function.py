@@ -41,7 +41,7 @@ from .. import nest
 from ..config import _config
 from ..logs import echo
 from ..staging import TRACE_HOOKS
-from ..tracing.context import current
+from ..tracing import current
 from . import signatures as sig
 from .arguments import (
     bind_arguments,
@@ -338,9 +338,9 @@ class Function:
             module = fn
             return lambda *a, **k: converted_call(module, a, k)
         if self._autograph:
-            from ..autograph import api
+            from ..autograph import convert
 
-            fn = api.convert(fn)
+            fn = convert(fn)
         return fn if inst is None else functools.partial(fn, inst)
 
     def __repr__(self) -> str:

@@ -15,29 +15,46 @@ from typing import Any, Callable
 import torch
 
 from .. import nest
-from ..backends import Backend, CompileOptions
-from ..backends.torch_codegen import TorchBackend
+from ..backends import Backend, CompileOptions, TorchBackend
 from ..errors import InvalidArgumentError
-from ..graph import Graph, ValueKind
-from ..graph.passes import (
+from ..graph import (
+    Graph,
+    ValueKind,
     eliminate_common_subexpressions,
     eliminate_dead_code,
     fold_constants,
 )
 from ..staging import TRACE_HOOKS, map_origin
-from ..state import variables
-from ..state.module_guards import ModuleStructure, module_structure, roots_of
-from ..state.python_state import StateEffects, Watch, plan_effects, returned_objects, watch_captures
-from ..tracing import TraceHooks, messages
-from ..tracing.arrays import GraphArray, refused
-from ..tracing.context import Traced
-from ..tracing.decisions import DecisionCheck
-from ..tracing.guards import module_guards
-from ..tracing.recording import NeedsSizeError
-from ..tracing.retrace import Knowledge, Retrace
-from ..tracing.symbols import SYMBOLIC, is_symbolic
-from ..tracing.tensor import GraphTensor
-from ..tracing.trace import TraceState, tracing
+from ..state import (
+    ModuleStructure,
+    StateEffects,
+    Variable,
+    Watch,
+    creation_rules,
+    module_structure,
+    plan_effects,
+    returned_objects,
+    roots_of,
+    watch_captures,
+)
+from ..tracing import (
+    SYMBOLIC,
+    DecisionCheck,
+    GraphArray,
+    GraphTensor,
+    Knowledge,
+    NeedsSizeError,
+    Retrace,
+    Traced,
+    TraceHooks,
+    TraceState,
+    data_dependent_error,
+    is_symbolic,
+    module_guards,
+    refused,
+    tracing,
+    warn_at_user_line,
+)
 from .arguments import collect_inputs, placeholders_for, rebuild_call
 from .concrete import ConcreteFunction
 from .signatures import Identity, Structure
@@ -62,23 +79,23 @@ class BackendChoice:
 
     def _make(self) -> Backend:
         if self.jit_compile == "auto":
-            from ..backends.tiering import (
+            from ..backends import (
                 TieredBackend,  # inductor's modules load only when jit is asked for
             )
             from ..config import get_jit_threshold
 
             backend: Backend = TieredBackend(get_jit_threshold(), self.on_jit_fallback or (lambda reason: None))
         elif self.jit_compile:
-            from ..backends.inductor import InductorBackend
+            from ..backends import InductorBackend
 
             backend = InductorBackend()
         else:
             backend = TorchBackend()
         if self.cuda_graphs:  # capture the CUDA work once per input layout, replay it
-            from ..backends.cuda_graphs import CudaGraphsBackend, FallbackWarnings
+            from ..backends import CudaGraphsBackend, FallbackWarnings
 
             backend = CudaGraphsBackend(backend, FallbackWarnings(self.function_name,
-                                                                  emit=messages.warn_at_user_line))
+                                                                  emit=warn_at_user_line))
         return backend
 
 
@@ -115,7 +132,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             try:
                 result = target(*args, **kwargs)
             except Exception as e:
-                ours = messages.data_dependent_error(e, name, map_origin)
+                ours = data_dependent_error(e, name, map_origin)
                 if ours is not None:
                     raise ours from None  # torch's text names its own internals and a debugging doc
                 add_user_frames(e)
@@ -178,7 +195,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         # for the None dims; a call whose sizes break a decision traces again, an exported program checks it.
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
-            with variables.creation_rules(owner, knowledge.singleton_check) as created:
+            with creation_rules(owner, knowledge.singleton_check) as created:
                 graph, result, guards, state, effects, structure = trace(target, name, signature, arg_types, bound, grad,
                                                               backed=knowledge.backed, spec_hint=spec_hint,
                                                               source=source, hooks=hooks)
@@ -292,7 +309,7 @@ def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
     def leaf(x: Any) -> Any:
         if isinstance(x, GraphArray):
             raise refused(x, "returning it")  # eager returns the array: the graph returns tensors
-        if isinstance(x, variables.Variable):
+        if isinstance(x, Variable):
             x = x.read_value()  # a returned Variable gives a tensor with its value at the end of the call
         if isinstance(x, GraphTensor):
             x = state.to_graph_tensor(x)

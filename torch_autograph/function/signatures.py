@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from .. import nest
-from ..graph.walkers import fits, merge_dims
-from ..tracing.spec import ArraySpec, TensorSpec
+from ..graph import fits, merge_dims
+from ..tracing import ArraySpec, TensorSpec
 
 
 @dataclass(frozen=True)

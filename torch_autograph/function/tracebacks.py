@@ -20,11 +20,11 @@ from typing import Any, Callable, TypeVar
 from ..config import _config
 from ..errors import TorchAutographError
 from ..staging import map_origin
-from ..tracing import locations
+from ..tracing import PACKAGE_DIR, is_library_file
 
 
 def _internal(tb: TracebackType) -> bool:
-    return tb.tb_frame.f_code.co_filename.startswith(locations.PACKAGE_DIR)
+    return tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR)
 
 
 def _strip(tb: TracebackType | None) -> TracebackType | None:
@@ -93,7 +93,7 @@ def add_user_frames(e: BaseException) -> None:
         loc = map_origin(f.filename, f.lineno)
         if loc is not None:
             filename, lineno, name, line = loc.filename, loc.lineno, loc.function or f.name, loc.line
-        elif locations.is_library_file(f.filename):
+        elif is_library_file(f.filename):
             continue
         else:
             filename, lineno, name, line = f.filename, f.lineno, f.name, f.line

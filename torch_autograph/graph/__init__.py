@@ -10,6 +10,7 @@ from .ops import (
            CheckOp,
            CondOp,
            Effect,
+           Expression,
            Op,
            OpKind,
            Trait,
@@ -20,8 +21,16 @@ from .ops import (
            run_check,
            under_autocast,
 )
+from .passes import eliminate_common_subexpressions, fold_constants
+from .passes.constant_folding import run_now
+from .passes.dead_code import eliminate_dead_code
+from .passes.effects import possibly_mutated, writes_only_its_own
+from .printing import qualified_name, render_call, render_pattern
 from .values import SourceLocation, Value, ValueKind, is_static
-from .walkers import iter_values, map_nest, substitute, unique_values, walk_nodes
+from .walkers import fits, iter_leaves, iter_values, map_nest, merge_dims, substitute, unique_values, walk_nodes
 
-__all__ = ["CheckOp", "CondOp", "Effect", "Graph", "Node", "Op", "OpKind", "Trait", "TryOp", "SourceLocation", "Value", "ValueKind",
-           "WhileOp", "control_op", "is_static", "iter_values", "run_check", "autocast_state", "under_autocast", "map_nest", "substitute", "unique_values", "walk_nodes"]
+__all__ = ["CheckOp", "CondOp", "Effect", "Expression", "Graph", "Node", "Op", "OpKind", "SourceLocation", "Trait",
+           "TryOp", "Value", "ValueKind", "WhileOp", "autocast_state", "control_op", "eliminate_common_subexpressions",
+           "eliminate_dead_code", "fits", "fold_constants", "is_static", "iter_leaves", "iter_values", "map_nest",
+           "merge_dims", "possibly_mutated", "qualified_name", "render_call", "render_pattern", "run_check", "run_now",
+           "substitute", "under_autocast", "unique_values", "walk_nodes", "writes_only_its_own"]

@@ -16,5 +16,5 @@ from .patches import Patch, PatchSet
 from .torch_patches import TRACE_PATCHES, WATCH_PATCHES, table
 from .training import is_staged, stage_call, stage_trace_time_step
 
-__all__ = ["TRACE_PATCHES", "WATCH_PATCHES", "Patch", "PatchSet", "Watch", "collectives", "is_staged",
-           "stage_call", "stage_trace_time_step", "table"]
+__all__ = ["TRACE_PATCHES", "WATCH_PATCHES", "Patch", "PatchSet", "Watch", "collectives", "is_staged", "stage_call",
+           "stage_trace_time_step", "table"]

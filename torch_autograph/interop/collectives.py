@@ -40,9 +40,7 @@ import torch
 
 from ..errors import DistributedTracingError, InvalidArgumentError
 from ..graph import Effect, Op, OpKind
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.recording import record_op, record_with_meta
+from ..tracing import current, record_op, record_with_meta, user_location
 from .patches import Patch
 
 _dist: Any = torch.distributed if torch.distributed.is_available() else None

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..tracing.context import current
+from ..tracing import current
 from .patches import Patch
 
 

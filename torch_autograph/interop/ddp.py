@@ -47,11 +47,7 @@ from torch.utils import _pytree as pytree
 
 from ..errors import DistributedTracingError, InvalidArgumentError
 from ..graph import Effect, Op, OpKind
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.meta import TensorMeta, like_example
-from ..tracing.recording import record_with_meta
-from ..tracing.tensor import GraphTensor
+from ..tracing import GraphTensor, TensorMeta, current, like_example, record_with_meta, user_location
 from .patches import Patch
 
 try:

@@ -46,13 +46,18 @@ import torch
 
 from ..errors import DistributedTracingError
 from ..graph import Effect, Op, OpKind
-from ..subtraces.user_ops import py_function
-from ..tracing import grads
-from ..tracing.context import current, outside_trace
-from ..tracing.locations import user_location
-from ..tracing.meta import TensorMeta, like_example, meta_example
-from ..tracing.recording import record_with_meta
-from ..tracing.tensor import GraphTensor
+from ..subtraces import py_function
+from ..tracing import (
+    GraphTensor,
+    TensorMeta,
+    current,
+    flows_to,
+    like_example,
+    meta_example,
+    outside_trace,
+    record_with_meta,
+    user_location,
+)
 from .conventions import torch_is_compiling
 from .ddp import Flat
 from .patches import Patch
@@ -169,7 +174,7 @@ def _staged_call(module: Any, args: tuple, kwargs: dict) -> Any:
     args, kwargs = flat_in.rebuild(tuple(outs[:n]))
     gathered = outs[n:]
     for (fp, _), g in zip(params, gathered):
-        grads.flows_to(state, g, fp.sharded_param)  # a backward reaching %weight gives the sharded param a grad
+        flows_to(state, g, fp.sharded_param)  # a backward reaching %weight gives the sharded param a grad
 
     output = _forward_without_fsdp_hooks(module, params, gathered, pre_ids, post_ids, args, kwargs)
 

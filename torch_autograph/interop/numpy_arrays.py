@@ -16,8 +16,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..tracing.arrays import GraphArray
-from ..tracing.context import current
+from ..tracing import GraphArray, current
 from .patches import Patch
 
 

@@ -31,10 +31,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph.walkers import iter_leaves
-from ..subtraces.user_ops import label_of, py_function
-from ..tracing import grads
-from ..tracing.context import current, outside_trace
+from ..graph import iter_leaves
+from ..subtraces import label_of, py_function
+from ..tracing import current, outside_trace, python_ran, zeroed
 from .patches import Patch
 
 try:
@@ -53,7 +52,7 @@ def stage_call(obj: Any, method: Callable, name: str, args: tuple, kwargs: dict)
     node takes; an optimizer step then returns what the closure returns, as torch's optimizers do."""
     if name == "zero_grad":
         set_to_none = kwargs.get("set_to_none", args[0] if args else True)
-        grads.zeroed(list(_parameters(obj)), bool(set_to_none))
+        zeroed(list(_parameters(obj)), bool(set_to_none))
     label = f"{type(obj).__name__}.{name}"
     state = current()
     stage = state.root.hooks.staged_closure if state is not None else None
@@ -63,7 +62,7 @@ def stage_call(obj: Any, method: Callable, name: str, args: tuple, kwargs: dict)
         return _stage_with_closures(obj, method, name, label, args, kwargs, closures)
     result = py_function(lambda *a: method(obj, *a, **kwargs), args, Tout=None, name=label)
     if name != "zero_grad":
-        grads.python_ran()  # a step may replace `.grad` tensors (GradScaler.unscale_ rewrites them in place)
+        python_ran()  # a step may replace `.grad` tensors (GradScaler.unscale_ rewrites them in place)
     return result
 
 
@@ -87,7 +86,7 @@ def _stage_with_closures(obj: Any, method: Callable, name: str, label: str, args
         return method(obj, *call_args, **call_kwargs)
 
     result = py_function(run, tuple(plain) + tuple(inputs), Tout=tout, name=label)
-    grads.python_ran()  # the closure ran autograd (`loss.backward()`): the `.grad`s the graph reads changed
+    python_ran()  # the closure ran autograd (`loss.backward()`): the `.grad`s the graph reads changed
     return result
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..function.tracebacks import user_facing
+from ..function import user_facing
 from . import specs
 
 

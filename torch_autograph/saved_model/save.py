@@ -24,11 +24,9 @@ from typing import Any
 
 import torch
 
-from ..exporting.program import export_graph
-from ..function.concrete import ConcreteFunction
-from ..function.function import BoundFunction, Function
-from ..function.tracebacks import user_facing
-from ..state.variables import Variable
+from ..exporting import export_graph
+from ..function import BoundFunction, ConcreteFunction, Function, user_facing
+from ..state import Variable
 from . import specs
 
 FORMAT_VERSION = 1

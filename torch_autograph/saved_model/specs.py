@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from .. import nest
-from ..function.signatures import Identity, Literal, Structure
+from ..function import Identity, Literal, Structure
 from ..graph import Value, ValueKind
-from ..tracing.spec import TensorSpec
+from ..tracing import TensorSpec
 
 _JSON_SCALARS = (bool, int, float, str, type(None))
 

@@ -29,12 +29,8 @@ import torch
 from .. import interop
 from ..autograph import convert
 from ..errors import OperatorNotAllowedInGraphError
-from ..subtraces.branches import number_to_tensor
-from ..subtraces.user_ops import cond, label_of, py_function
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.symbols import is_graph_value, is_symbolic
-from ..tracing.tensor import GraphTensor
+from ..subtraces import cond, label_of, number_to_tensor, py_function
+from ..tracing import GraphTensor, current, is_graph_value, is_symbolic, user_location
 from .numpy_calls import numpy_conversion
 
 # ----- PyTorch training-step calls made from converted code --------------------------------------
@@ -180,12 +176,12 @@ def pad_with_graph_value(f: Any, args: tuple, kwargs: dict) -> Any:
     bound.apply_defaults()
     x, pad, mode, value = (bound.arguments[k] for k in ("input", "pad", "mode", "value"))
     if mode != "constant" or not isinstance(x, torch.Tensor) or not isinstance(pad, (tuple, list)) or \
-            len(pad) % 2 or len(pad) > 2 * x.dim() or not all(type(p) is int and p >= 0 for p in pad):
+            len(pad) % 2 or len(pad) > 2 * x.dim() or not all(_padding(p) for p in pad):
         return NotImplemented
     if isinstance(value, torch.Tensor) and (value._rg_unknown or value.raw_requires_grad()
                                             if isinstance(value, GraphTensor) else value.requires_grad):
         return NotImplemented  # torch refuses one that requires grad (a Python number is expected)
-    symbolic_dims = any(isinstance(d, torch.SymInt) for d in x.shape)
+    symbolic_dims = any(isinstance(d, torch.SymInt) for d in x.shape + tuple(pad))
     if not symbolic_dims and not _graph_number(value):
         return NotImplemented
     if _graph_number(value):
@@ -199,9 +195,16 @@ def pad_with_graph_value(f: Any, args: tuple, kwargs: dict) -> Any:
         for size in pad[2 * k:2 * k + 2]:
             shape = list(out.shape)
             shape[dim] = size
-            parts.append(fill.expand(shape) if size else None)
+            parts.append(fill.expand(shape) if isinstance(size, torch.SymInt) or size else None)
         out = torch.cat([p for p in (parts[0], out, parts[1]) if p is not None], dim)
     return out
+
+
+def _padding(p: Any) -> bool:
+    """A pad this override takes: a Python int >= 0, or a size known only when the graph runs (a difference of
+    loop-grown lengths: `kv_length - mask.shape[-1]`). A run-time one that turns out negative fails in the
+    constant block's `expand` when the graph runs, where eager torch would crop: an error, never another value."""
+    return (type(p) is int and p >= 0) or (isinstance(p, torch.SymInt) and is_symbolic(p))
 
 
 _PAD_SIGNATURE = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)

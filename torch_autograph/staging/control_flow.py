@@ -13,22 +13,21 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
-from ..autograph.operators import lists as python_lists
-from ..autograph.operators.control_flow import check_branch_outputs
-from ..autograph.operators.variables import Undefined, UndefinedReturnValue
-from ..autograph.pyct.origin_info import Origin, lookup_origin
+from ..autograph import Origin, Undefined, UndefinedReturnValue, check_branch_outputs, lookup_origin
+from ..autograph import list_operators as python_lists
 from ..errors import InaccessibleTensorError, OperatorNotAllowedInGraphError, StagedBranchError, TorchAutographError
 from ..graph import SourceLocation
-from ..subtraces import cond as cond_module
-from ..subtraces import handlers
-from ..subtraces import while_loop as while_module
-from ..subtraces.branches import UNSET, quoted
-from ..tracing import lists
-from ..tracing.lists import GraphList
-from ..tracing.locations import is_library_file, user_location
-from ..tracing.numbers import traced
-from ..tracing.symbols import is_graph_value
-from ..tracing.tensor import GraphTensor
+from ..subtraces import (
+    UNSET,
+    FirstAssignedInBranch,
+    check_condition,
+    quoted,
+    stage_cond,
+    stage_while,
+    try_begin,
+    try_end,
+)
+from ..tracing import GraphList, GraphTensor, is_graph_value, is_library_file, lists, traced, user_location
 from .calls import CALL_OVERRIDES
 from .iteration import is_scalar, iteration, python_sequence
 from .object_state import Changed, Objects
@@ -153,22 +152,22 @@ class TorchStagingBackend:
 
             return run
 
-        result = _both_branches(origin, lambda: cond_module.cond(
+        result = _both_branches(origin, lambda: stage_cond(
             pred, branch(true_fn, "t"), branch(false_fn, "f"), names=tuple(names), origin=location(origin)))
         if result is UNSET:  # both branches raise: what follows never runs
             return init_vars
         return _restore(result, raw.get("t", raw.get("f", init_vars)))
 
     def if_exp(self, pred: Any, true_thunk: Callable[[], Any], false_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return _both_branches(origin, lambda: cond_module.cond(
+        return _both_branches(origin, lambda: stage_cond(
             pred, true_thunk, false_thunk, names=("<if expression>",), origin=location(origin)))
 
     def and_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return _both_branches(origin, lambda: cond_module.cond(
+        return _both_branches(origin, lambda: stage_cond(
             left, right_thunk, lambda: left, names=("<and>",), origin=location(origin)))
 
     def or_(self, left: Any, right_thunk: Callable[[], Any], origin: Origin) -> Any:
-        return _both_branches(origin, lambda: cond_module.cond(
+        return _both_branches(origin, lambda: stage_cond(
             left, lambda: left, right_thunk, names=("<or>",), origin=location(origin)))
 
     def truth(self, value: Any, origin: Origin) -> Any:
@@ -194,17 +193,17 @@ class TorchStagingBackend:
         loc = location(origin)
         text = f"assertion failed: {msg}" if msg is not None else "assertion failed"
         code = f" (`{loc.line}`)" if loc and loc.line else ""
-        cond_module.check(cond, f"{text}\n  at {loc}{code}", loc)
+        check_condition(cond, f"{text}\n  at {loc}{code}", loc)
 
     # ----- try / except -----------------------------------------------------------------------
     def try_begin(self, init_vars: tuple) -> tuple:
-        return init_vars + (handlers.try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
+        return init_vars + (try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
                 has_else: bool, origin: Origin) -> tuple:
         """A `try` whose body recorded graph ops: a run-time handler node (subtraces/handlers.py)."""
         wrapped = tuple((thunk, _unsetting(fn), reads, reraises) for thunk, fn, reads, reraises in catches)
-        result = handlers.try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
+        result = try_end(token, _unset_in(out_vars), names, wrapped, has_else, location(origin))
         return _restore(result, out_vars + (True,) if has_else else out_vars)
 
     # ----- loops ----------------------------------------------------------------------------
@@ -236,7 +235,7 @@ class TorchStagingBackend:
 
         invariants = _invariants(options, names)
         all_names = tuple(names) + (objects.names() if objects else ())
-        out = while_module.while_loop(test, body, inits, names=all_names, shape_invariants=invariants,
+        out = stage_while(test, body, inits, names=all_names, shape_invariants=invariants,
                             maximum_iterations=options.get("maximum_iterations"), origin=location(origin),
                             require_iteration=require)
         return tuple(out)
@@ -280,7 +279,7 @@ class TorchStagingBackend:
         require = [i + 1 for i, v in enumerate(init_vars) if type(v) is Undefined and names[i] not in unused]
         invariants = {i + 1: s for i, s in _invariants(options, names).items()}
         all_names = ("iteration",) + tuple(names) + (objects.names() if objects else ())
-        out = while_module.while_loop(test, body, (0,) + _unset_in(init_vars) + carried, names=all_names,
+        out = stage_while(test, body, (0,) + _unset_in(init_vars) + carried, names=all_names,
                             shape_invariants=invariants, maximum_iterations=options.get("maximum_iterations"),
                             origin=location(origin), require_iteration=require, trip_count=n)
         assert len(out) == n_vars + 1 + len(carried)
@@ -388,7 +387,7 @@ def _check_branches(names: Sequence[str], before: tuple, true_out: tuple, false_
         for name, b, t, f in zip(names, before, true_out, false_out):
             if type(b) is Undefined and (type(t) is Undefined) != (type(f) is Undefined) and f"'{name}'" in str(e):
                 defined = f if type(t) is Undefined else t
-                raise while_module.FirstAssignedInBranch(str(e), name, _example_of(defined)) from None
+                raise FirstAssignedInBranch(str(e), name, _example_of(defined)) from None
         raise
 
 

@@ -13,14 +13,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..autograph.operators.py_builtins import LazyEnumerate, LazyIterable, LazyRange, LazyZip
+from ..autograph import LazyEnumerate, LazyIterable, LazyRange, LazyZip
 from ..graph import Op, OpKind, SourceLocation
-from ..tracing import lists
-from ..tracing.lists import GraphList
-from ..tracing.numbers import traced
-from ..tracing.recording import record_with_meta
-from ..tracing.symbols import ScalarMeta, is_symbolic
-from ..tracing.tensor import GraphTensor
+from ..tracing import GraphList, GraphTensor, ScalarMeta, is_symbolic, lists, record_with_meta, traced
 
 _DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool}
 

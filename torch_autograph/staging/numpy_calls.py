@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tracing.arrays import GraphArray, converted
-from ..tracing.context import current
+from ..tracing import GraphArray, converted, current
 
 
 def _np_asarray(a: GraphArray, dtype: Any = None, order: Any = None, *, copy: bool | None = None,

@@ -24,11 +24,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
-from ..autograph.pyct.origin_info import Origin
-from ..state.python_state import StateEffectError, global_names, object_kind
-from ..tracing.context import Traced, current
-from ..tracing.lists import GraphList
-from ..tracing.symbols import SYMBOLIC
+from ..autograph import Origin
+from ..state import StateEffectError, global_names, object_kind
+from ..tracing import SYMBOLIC, GraphList, Traced, current
 
 _MAX_DEPTH = 4  # containers nested deeper than this are not followed
 _MAX_OBJECTS = 256  # nor more than this many objects per loop or `if`

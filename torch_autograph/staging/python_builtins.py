@@ -11,16 +11,20 @@ from typing import Any, Callable
 
 import torch
 
-from ..autograph.operators.py_builtins import LazyRange
+from ..autograph import LazyRange
 from ..graph import Op, OpKind
-from ..subtraces import cond as cond_module
-from ..tracing.lists import GraphList, element_meta
-from ..tracing.locations import user_location
-from ..tracing.numbers import traced
-from ..tracing.recording import record_with_meta
-from ..tracing.symbols import ScalarMeta, is_symbolic
-from ..tracing.tensor import GraphTensor
-from ..tracing.traits import traits_of
+from ..subtraces import stage_cond
+from ..tracing import (
+    GraphList,
+    GraphTensor,
+    ScalarMeta,
+    element_meta,
+    is_symbolic,
+    record_with_meta,
+    traced,
+    traits_of,
+    user_location,
+)
 from .iteration import iteration, length, to_scalar
 
 _NUMBER_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
@@ -97,7 +101,7 @@ def _reduce(builtin: Callable, tensor_fn: Callable) -> Callable:
         better = operator.lt if builtin is builtins.min else operator.gt
         out = items[0]
         for it in items[1:]:
-            out = cond_module.cond(better(it, out), lambda it=it: it, lambda out=out: out,
+            out = stage_cond(better(it, out), lambda it=it: it, lambda out=out: out,
                                    names=(f"<{builtin.__name__}>",), origin=user_location())
         return out
 

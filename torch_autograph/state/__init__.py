@@ -1,1 +1,42 @@
 """State that graphs read and update at every call: Variable, GradientTape, TensorArray, optimizers."""
+
+from .module_guards import ModuleStructure, module_structure, roots_of
+from .python_state import (
+    StateEffectError,
+    StateEffects,
+    Watch,
+    global_names,
+    object_kind,
+    plan_effects,
+    returned_objects,
+    watch_captures,
+)
+from .tape import GradientTape, UnconnectedGradients
+from .tensor_array import (
+    TensorArray,
+    ta_concat,
+    ta_from_tensor,
+    ta_gather,
+    ta_new,
+    ta_read,
+    ta_size,
+    ta_stack,
+    ta_write,
+)
+from .variables import (
+    Variable,
+    assign,
+    assign_add,
+    assign_add_index,
+    assign_index,
+    assign_sub,
+    assign_sub_index,
+    creation_rules,
+    init_scope,
+)
+
+__all__ = ["GradientTape", "ModuleStructure", "StateEffectError", "StateEffects", "TensorArray", "UnconnectedGradients",
+           "Variable", "Watch", "assign", "assign_add", "assign_add_index", "assign_index", "assign_sub",
+           "assign_sub_index", "creation_rules", "global_names", "init_scope", "module_structure", "object_kind",
+           "plan_effects", "returned_objects", "roots_of", "ta_concat", "ta_from_tensor", "ta_gather", "ta_new",
+           "ta_read", "ta_size", "ta_stack", "ta_write", "watch_captures"]

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from ..tracing.locations import user_location
+from ..tracing import user_location
 from .tape import GradientTape
 from .variables import Variable
 

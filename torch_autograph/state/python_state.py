@@ -29,10 +29,7 @@ from typing import Any
 
 import torch
 
-from ..tracing.context import Traced
-from ..tracing.lists import GraphList
-from ..tracing.locations import user_location
-from ..tracing.symbols import SYMBOLIC
+from ..tracing import SYMBOLIC, GraphList, Traced, user_location
 
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 _NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}

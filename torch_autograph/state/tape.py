@@ -30,12 +30,7 @@ import torch
 
 from .. import nest
 from ..graph import Op, OpKind, Value
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.messages import warn_at_user_line
-from ..tracing.meta import TensorMeta, like_example
-from ..tracing.recording import record_with_meta
-from ..tracing.tensor import GraphTensor
+from ..tracing import GraphTensor, TensorMeta, current, like_example, record_with_meta, user_location, warn_at_user_line
 from .variables import ACCESS_WATCHERS, Variable, _TensorLike
 
 

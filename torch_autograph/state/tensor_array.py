@@ -17,13 +17,19 @@ import torch.utils._pytree as pytree
 
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..graph import Effect, Op, OpKind
-from ..tracing.context import Traced, current
-from ..tracing.lists import GraphList
-from ..tracing.locations import user_location
-from ..tracing.meta import ListMeta, TensorMeta
-from ..tracing.recording import run_or_record
-from ..tracing.symbols import ScalarMeta, is_graph_value, same_dim
-from ..tracing.traits import traits_of
+from ..tracing import (
+    GraphList,
+    ListMeta,
+    ScalarMeta,
+    TensorMeta,
+    Traced,
+    current,
+    is_graph_value,
+    run_or_record,
+    same_dim,
+    traits_of,
+    user_location,
+)
 
 
 # ----- run-time helpers (called eagerly, or from generated graph code) --------------------------

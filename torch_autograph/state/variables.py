@@ -28,15 +28,10 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from ..backends.torch_codegen import compile_graph
+from ..backends import compile_graph
 from ..errors import OperatorNotAllowedInGraphError
-from ..graph import Effect, Graph, Op, OpKind
-from ..graph.walkers import iter_leaves, map_nest
-from ..tracing.context import current, outside_trace
-from ..tracing.locations import user_location
-from ..tracing.recording import run_or_record
-from ..tracing.symbols import is_symbolic
-from ..tracing.tensor import GraphTensor
+from ..graph import Effect, Graph, Op, OpKind, iter_leaves, map_nest
+from ..tracing import GraphTensor, current, is_symbolic, outside_trace, run_or_record, user_location
 
 # Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
 ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",

@@ -8,3 +8,16 @@
 
 They record through tracing/ and import nothing above it.
 """
+
+from .branches import UNSET, number_to_tensor, quoted
+
+# The staged forms AutoGraph calls (user_ops holds the public `cond`/`while_loop` that users call).
+from .cond import check as check_condition
+from .cond import cond as stage_cond
+from .handlers import try_begin, try_end
+from .user_ops import cond, label_of, print, py_function, shape, while_loop
+from .while_loop import FirstAssignedInBranch
+from .while_loop import while_loop as stage_while
+
+__all__ = ["FirstAssignedInBranch", "UNSET", "check_condition", "cond", "label_of", "number_to_tensor", "print",
+           "py_function", "quoted", "shape", "stage_cond", "stage_while", "try_begin", "try_end", "while_loop"]

@@ -13,14 +13,20 @@ import torch
 
 from .. import errors, nest
 from ..graph import Graph, Op, OpKind, SourceLocation, Trait, Value, ValueKind, is_static
-from ..tracing.context import Traced
-from ..tracing.lists import GraphList
-from ..tracing.meta import TensorMeta, meta_example
-from ..tracing.promoted import promote_number
-from ..tracing.recording import record_with_meta
-from ..tracing.symbols import SYMBOLIC, constant_of
-from ..tracing.tensor import GraphTensor
-from ..tracing.trace import TraceState, reenter, subtrace
+from ..tracing import (
+    SYMBOLIC,
+    GraphList,
+    GraphTensor,
+    TensorMeta,
+    Traced,
+    TraceState,
+    constant_of,
+    meta_example,
+    promote_number,
+    record_with_meta,
+    reenter,
+    subtrace,
+)
 
 SCALAR_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64}
 

@@ -33,15 +33,10 @@ from ..graph import (
     Value,
     ValueKind,
     control_op,
+    eliminate_dead_code,
     unique_values,
 )
-from ..graph.passes.dead_code import eliminate_dead_code
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.numbers import traced
-from ..tracing.symbols import is_graph_value, same_dim
-from ..tracing.trace import TraceState
+from ..tracing import TraceState, current, is_graph_value, lists, same_dim, traced, user_location
 from .branches import (
     SCALAR_DTYPES,
     UNSET,

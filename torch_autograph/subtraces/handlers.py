@@ -22,14 +22,20 @@ import dataclasses
 from typing import Any, Sequence
 
 from .. import nest
-from ..graph import Effect, Graph, Node, OpKind, SourceLocation, TryOp, Value, ValueKind, control_op, unique_values
-from ..graph.passes.dead_code import eliminate_dead_code
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.lists import GraphList
-from ..tracing.messages import warn_at_user_line
-from ..tracing.symbols import same_dim
-from ..tracing.trace import TraceState
+from ..graph import (
+    Effect,
+    Graph,
+    Node,
+    OpKind,
+    SourceLocation,
+    TryOp,
+    Value,
+    ValueKind,
+    control_op,
+    eliminate_dead_code,
+    unique_values,
+)
+from ..tracing import GraphList, TraceState, current, lists, same_dim, warn_at_user_line
 from .branches import (
     UNSET,
     Branch,

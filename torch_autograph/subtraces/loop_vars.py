@@ -8,9 +8,7 @@ from typing import Any, Sequence
 import torch
 
 from ..graph import SourceLocation, Value, ValueKind
-from ..tracing import lists
-from ..tracing.symbols import OutputDim, constant_of, same_dim
-from ..tracing.trace import TraceState
+from ..tracing import OutputDim, TraceState, constant_of, lists, same_dim
 from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
 
 
@@ -32,10 +30,35 @@ class SharedSizes:
     (`broken`); the loop is traced again with those dims apart.
     """
 
-    def __init__(self, apart: set) -> None:
+    def __init__(self, apart: set, shrinks: set | None = None) -> None:
         self.apart = apart  # entry sizes whose dims must not share (kept across the loop's retraces)
+        # Entry sizes whose dims some iteration makes smaller than they came in (kept across retraces). Any
+        # other open dim that enters at n >= 1 is traced as never below n, so that library code deciding on it
+        # (`if cache.numel() == 0: return 0`) decides as it does on every run; `unfounded` checks the traced
+        # body for that, and the loop is traced again without it where the body does not only grow the dim.
+        self.shrinks = shrinks if shrinks is not None else set()
         self.symbols: dict[Any, torch.SymInt] = {}
         self.members: dict[Any, list[tuple[int, int]]] = {}
+        self.floored: dict[Any, list[tuple[int, int, torch.SymInt]]] = {}
+
+    def floor(self, entry: Any) -> int | None:
+        """The size an open dim that enters at `entry` is traced as never going below, or None."""
+        return entry if type(entry) is int and entry >= 1 and entry not in self.shrinks else None
+
+    def floored_at(self, entry: Any, size: torch.SymInt, i: int, d: int) -> None:
+        self.floored.setdefault(entry, []).append((i, d, size))
+
+    def unfounded(self, raw: Sequence[Any]) -> set:
+        """The entry sizes of floored dims that the body's outputs `raw` do not give as the dim plus a number >= 0
+        (the floor holds at every iteration by induction only where each iteration keeps or grows the dim)."""
+        out = set()
+        for entry, members in self.floored.items():
+            for i, d, size in members:
+                o = raw[i].shape[d] if isinstance(raw[i], Value) and len(raw[i].shape) > d else None
+                grown = (o.node.expr - size.node.expr) if isinstance(o, torch.SymInt) else None
+                if grown is None or not (grown.is_Integer and grown >= 0):
+                    out.add(entry)
+        return out
 
     @staticmethod
     def key(size: Any) -> Any:
@@ -115,6 +138,10 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
             state.symbols.output_dim(size, value, d)
         if opened[d] and shared is not None:
             shared.add(entry[d], size, i, d)
+            floor = shared.floor(entry[d])
+            if floor is not None and isinstance(size, torch.SymInt):
+                state.symbols.at_least(size, floor)
+                shared.floored_at(entry[d], size, i, d)
     return value
 
 

@@ -28,10 +28,7 @@ from typing import Any, Callable
 
 from .. import errors, nest
 from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation
-from ..tracing.context import Traced, current
-from ..tracing.lists import GraphList
-from ..tracing.locations import is_library_file
-from ..tracing.symbols import SYMBOLIC
+from ..tracing import SYMBOLIC, GraphList, Traced, current, is_library_file
 from .branches import Branch, where
 
 _NOT_STAGED = (errors.TorchAutographError, errors.OperatorNotAllowedInGraphError, errors.InaccessibleTensorError,

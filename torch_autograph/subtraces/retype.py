@@ -31,12 +31,21 @@ from typing import Any
 
 import torch
 
-from ..graph import CheckOp, CondOp, Effect, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, substitute
-from ..graph.ops import Expression
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.meta import ListMeta, TensorMeta
-from ..tracing.symbols import ScalarMeta, same_dim
+from ..graph import (
+    CheckOp,
+    CondOp,
+    Effect,
+    Expression,
+    Graph,
+    Node,
+    OpKind,
+    Value,
+    ValueKind,
+    WhileOp,
+    iter_values,
+    substitute,
+)
+from ..tracing import ListMeta, ScalarMeta, TensorMeta, current, lists, same_dim
 
 # Python operators whose recorded node is the same for run-time numbers and tensors.
 _POLYMORPHIC = frozenset({

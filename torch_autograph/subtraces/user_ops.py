@@ -12,12 +12,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..graph import Effect, Op, OpKind
-from ..tracing.context import current
-from ..tracing.meta import TensorMeta
-from ..tracing.recording import run_or_record
-from ..tracing.spec import TensorSpec
-from ..tracing.symbols import is_graph_value
-from ..tracing.tensor import GraphTensor
+from ..tracing import GraphTensor, TensorMeta, TensorSpec, current, is_graph_value, run_or_record
 from . import cond as cond_module
 from . import while_loop as while_module
 

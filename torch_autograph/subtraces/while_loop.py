@@ -58,15 +58,11 @@ from ..graph import (
     ValueKind,
     WhileOp,
     control_op,
+    eliminate_dead_code,
     unique_values,
     walk_nodes,
 )
-from ..graph.passes.dead_code import eliminate_dead_code
-from ..tracing import lists
-from ..tracing.context import current
-from ..tracing.locations import user_location
-from ..tracing.symbols import constant_of, is_graph_value, same_dim
-from ..tracing.trace import TraceState
+from ..tracing import TraceState, constant_of, current, is_graph_value, lists, same_dim, user_location
 from .branches import (
     UNSET,
     Branch,
@@ -223,10 +219,11 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
     refined: dict[int, Value] = {}
     inferred: dict[int, Any] = {}
     apart: set = set()  # entry sizes whose open dims the body grows differently (see SharedSizes)
+    shrinks: set = set()  # entry sizes whose open dims the body makes smaller (see SharedSizes)
     for _ in range(8):
         try:
             result = _try_while(state, flat_cond, flat_body, tuple(flat), leaf_names, leaf_invariants,
-                                bounds, origin, promote, leaf_require, refined, inferred, apart)
+                                bounds, origin, promote, leaf_require, refined, inferred, apart, shrinks)
         except FirstAssignedInBranch as e:
             # A variable first assigned in this loop, in one branch of a graph `if` of its body: as in
             # TensorFlow, it starts at a placeholder of that type, which the other branch carries on.
@@ -286,7 +283,7 @@ class _Changes:
 def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, bounds: tuple,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
-               refined: dict[int, Value], inferred: dict[int, Any], apart: set) -> Any:
+               refined: dict[int, Value], inferred: dict[int, Any], apart: set, shrinks: set) -> Any:
     # 1. Initial values as graph values (Python numbers promoted to tensors where the body needs that).
     inits: list[Any] = []
     for i, v in enumerate(loop_vars):
@@ -297,7 +294,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
         inits.append(v)
     # 2. The loop variables read by the condition and the body.
     carried: dict[int, Value] = {}
-    shared = SharedSizes(apart)
+    shared = SharedSizes(apart, shrinks)
     for i, v in enumerate(inits):
         if leaf_kind(v) not in (Leaf.OBJECT, Leaf.UNSET):
             carried[i] = carried_value(state, i, v, refined.get(i), invariants, names, origin, shared=shared)
@@ -338,6 +335,10 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     broken = shared.broken(raw)
     if broken:  # dims equal on entry that one iteration makes different: trace again with them apart
         apart.update(broken)
+        return _Retrace()
+    unfounded = shared.unfounded(raw)
+    if unfounded:  # dims traced as never below their entry size that one iteration makes smaller
+        shrinks.update(unfounded)
         return _Retrace()
     # 4. Types the iteration revealed: re-type the traced sub-graphs rather than trace again.
     seen = _Changes()

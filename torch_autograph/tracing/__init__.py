@@ -6,6 +6,32 @@ with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
 (branches, loop bodies) live in subtraces/.
 """
 
+# List operations on graph lists, used as a namespace (`lists.append(target, x)`): their names are generic.
+from . import lists
+from .arrays import GraphArray, converted, refused
+from .context import Traced, current, outside_trace
+from .decisions import DecisionCheck
+from .grads import flows_to, python_ran, zeroed
+from .guards import module_guards
 from .hooks import NO_HOOKS, TraceHooks
+from .lists import GraphList, element_meta
+from .locations import PACKAGE_DIR, is_library_file, user_location
+from .messages import data_dependent_error, warn_at_user_line
+from .meta import ListMeta, TensorMeta, like_example, meta_example
+from .numbers import traced
+from .promoted import Augmented, NumberOp, promote_number
+from .recording import NeedsSizeError, record_op, record_with_meta, run_or_record
+from .retrace import Knowledge, Retrace
+from .spec import ArraySpec, TensorSpec
+from .symbols import SYMBOLIC, OutputDim, ScalarMeta, constant_of, is_graph_value, is_symbolic, same_dim
+from .tensor import GraphTensor
+from .trace import TraceState, reenter, subtrace, tracing
+from .traits import traits_of
 
-__all__ = ["NO_HOOKS", "TraceHooks"]
+__all__ = ["ArraySpec", "Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
+           "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
+           "TensorMeta", "TensorSpec", "TraceHooks", "TraceState", "Traced", "constant_of", "converted", "current",
+           "data_dependent_error", "element_meta", "flows_to", "is_graph_value", "is_library_file", "is_symbolic",
+           "like_example", "lists", "meta_example", "module_guards", "outside_trace", "promote_number", "python_ran",
+           "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",
+           "tracing", "traits_of", "user_location", "warn_at_user_line", "zeroed"]

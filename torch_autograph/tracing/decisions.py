@@ -34,10 +34,7 @@ from typing import Any
 
 import torch
 
-from ..graph import Node, Value
-from ..graph.ops import Effect, OpKind, Trait
-from ..graph.passes.constant_folding import run_now
-from ..graph.passes.effects import possibly_mutated
+from ..graph import Effect, Node, OpKind, Trait, Value, possibly_mutated, run_now
 from .locations import PACKAGE_DIR, user_location
 
 # The reads answered with the call's value: how each turns the computed tensor into the Python answer.

@@ -424,7 +424,7 @@ def _name(func: Any) -> str:
 
 
 def _leaves(obj: Any) -> Any:
-    from ..graph.walkers import iter_leaves
+    from ..graph import iter_leaves
 
     return iter_leaves(obj)
 

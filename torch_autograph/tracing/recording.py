@@ -26,8 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
-from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state
-from ..graph.walkers import iter_leaves
+from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state, iter_leaves
 from . import decisions, grads, numbers, promoted
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current

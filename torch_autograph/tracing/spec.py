@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..graph.walkers import fits
+from ..graph import fits
 
 _MAX_DIM = 2 ** 63 - 1
 

@@ -43,8 +43,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Node, Value, ValueKind
-from ..graph.ops import Expression
+from ..graph import Expression, Node, Value, ValueKind
 from .context import Traced
 
 TraceState = Any  # trace.TraceState: trace.py imports this module, so it is not imported here
@@ -201,6 +200,14 @@ class SymbolTable:
                 torch._check(sym <= hi)
         self.new_runtime_asserts()  # true by construction: nothing to check when the graph runs
         return sym
+
+    def at_least(self, sym: torch.SymInt, floor: int) -> None:
+        """Note that size `sym` is never below `floor`: a loop dim that enters at `floor` and that the body only
+        grows (its caller proves that from the traced body, or traces again without it). True by
+        construction, so nothing is checked when the graph runs."""
+        with self.mode, torch._C.DisableTorchFunction():
+            torch._check(sym >= floor)
+        self.new_runtime_asserts()
 
     def _bounds(self, x: Any) -> tuple:
         if type(x) is int:
