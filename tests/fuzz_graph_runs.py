@@ -104,7 +104,7 @@ def _call(fn, prog, args: list) -> tuple:
             out = fn(*args)
     except Exception as e:  # noqa: BLE001 - compared with what the reference does
         return "raised", e
-    return "ok", out, graph_program_gen.state_of(prog, d)
+    return "ok", graph_program_gen.unboxed(out), graph_program_gen.state_of(prog, d)
 
 
 def _described(run: tuple) -> str:

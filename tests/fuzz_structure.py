@@ -288,12 +288,17 @@ def _tensor_controlled(p: Program) -> tuple[bool, set]:
 # What outlives a generated program's call (graph_program_gen's mutation construct): its dict argument, the
 # captured dict, list and object.
 _OUTLIVING = frozenset({"d", "CAP", "CAPL", "OBJ"})
+_CHANGING_CALLS = frozenset({"note", "push", "mark"})  # functions changing objects the program never names
 
 
 def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
     """An item, element or attribute of an object that outlives the call set, appended, popped or deleted inside
-    a tensor-controlled statement (or anywhere once a tensor `if` holds a jump, as `_raised_in_branch`)."""
+    a tensor-controlled statement or an `except`/`else` of a `try` (or anywhere once a tensor `if` holds a jump,
+    as `_raised_in_branch`)."""
     jumps, inside = _tensor_controlled(p)
+    # A `try` around graph ops runs its `except` (and `else`) when the graph runs, decided then, as a tensor `if`.
+    inside |= {id(c) for t in ast.walk(p.fn) if isinstance(t, ast.Try)
+               for part in ([h for h in t.handlers] + t.orelse) for c in ast.walk(part)}
     return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
 
 
@@ -308,6 +313,8 @@ def _changes_outliving(stmt: ast.stmt) -> bool:
         return any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) in _OUTLIVING for t in targets)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
         return root(stmt.value.func.value) in _OUTLIVING
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
+        return stmt.value.func.id in _CHANGING_CALLS
     return False
 
 

@@ -27,8 +27,10 @@ so the same program is the reference three ways):
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
-  set) inside and outside loops and branches; the harness compares their state
-  after each call with eager's.
+  set) inside and outside loops and branches, also by called functions that change objects
+  the program never names (`note`, `push`, `mark`: HID, HIDL, HOBJ); half the programs
+  with one `return` return a `Box` object holding the results. The harness compares the
+  objects' state after each call (and the returned object's contents) with eager's.
 
 `generate_pair(seed)` gives the program for int64 tensors and its `/` version
 for float64 tensors, as `program_gen.generate_pair` does.
@@ -219,7 +221,9 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
                           f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
                           f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
-                          f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]"))]
+                          f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]",
+                          # a called function changing objects `prog` never names (HID, HIDL, HOBJ)
+                          f"{pad}note({e})", f"{pad}push({e})", f"{pad}mark({e})"))]
 
     def program(self) -> str:
         source = super().program()
@@ -232,7 +236,28 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
             # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
             head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
             head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
+            head += _HIDDEN
+            # (only where that is the one return: an early one's tuple and a Box could not be merged)
+            if source[source.index("def prog("):].count("return (") == 1 and self.rng.random() < 0.5:
+                # a returned object holding the results (graph values while tracing: a new one at each call)
+                source = source.replace("return (x, y, z)", "return Box((x, y, z), z)")
         return "\n".join(head) + "\n\n\n" + source
+
+
+# What the mutation construct's programs call: functions changing objects the program never names, and the
+# object it may return.
+_HIDDEN = ["HID = {'n': 0}", "HIDL = [0]", "HOBJ = Obj()", "", "",
+           "def note(v):", "    HID['n'] = HID['n'] + v", "", "",
+           "def push(v):", "    HIDL.append(v)", "", "",
+           "def mark(v):", "    HOBJ.n = HOBJ.n + v", "", "",
+           "class Box:", "    def __init__(self, v, w):", "        self.v = v", "        self.w = w"]
+
+
+def unboxed(result):
+    """A returned `Box` as the dict of its attributes (compared and differentiated like the results)."""
+    if type(result).__name__ == "Box":
+        return {"Box": {k: unboxed(v) for k, v in vars(result).items()}}
+    return result
 
 
 def generate(rng: random.Random, features: frozenset = FEATURES, floats: bool = False,
@@ -263,6 +288,10 @@ def fresh_state(prog) -> dict:
         g["CAP"]["n"] = 0
         g["CAPL"][:] = [0]
         g["OBJ"].n = 0
+        g["HID"].clear()
+        g["HID"]["n"] = 0
+        g["HIDL"][:] = [0]
+        g["HOBJ"].n = 0
     one = g.get("ONE", 1)
     return {"k": 0, "l": [one.clone() if hasattr(one, "clone") else one]}
 
@@ -274,6 +303,7 @@ def state_of(prog, d) -> dict:
         out["V"] = g["V"].read_value()
     if "CAP" in g:
         out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), g["OBJ"].n
+        out["HID"], out["HIDL"], out["HOBJ"] = dict(g["HID"]), list(g["HIDL"]), g["HOBJ"].n
     if takes_dict(prog):
         out["d"] = {"k": d["k"], "l": list(d["l"])}
     return out

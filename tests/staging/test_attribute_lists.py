@@ -34,10 +34,23 @@ def test_module_attribute_list_in_a_tensor_for_matches_eager():
     torch.manual_seed(0)
     m = Unroll()
     x, n = torch.randn(2, 3), torch.tensor(4)
-    g = assert_matches_eager(m, x, n, modules=[m], traced=ta.function(m))
+
+    def eager(x, n):
+        # (a list the eager run left in `m.outputs` would be one the trace may have read, guarded by identity:
+        # each call's new list would then make the next call trace again)
+        out = m(x, n)
+        del m.outputs
+        return out
+
+    g = assert_matches_eager(eager, x, n, modules=[m], traced=ta.function(m))
     assert "while" in graph_ops(g, x, n)
     for steps in (1, 6):  # the same graph, other trip counts
-        torch.testing.assert_close(g(x, torch.tensor(steps)), m(x, steps))
+        want = Unroll()
+        want.load_state_dict(m.state_dict())
+        torch.testing.assert_close(g(x, torch.tensor(steps)), want(x, steps))
+        # the attribute holds this call's tensors, as eagerly
+        assert len(m.outputs) == steps and all(type(t) is torch.Tensor for t in m.outputs)
+        torch.testing.assert_close(m.outputs, want.outputs)
     assert g.experimental_get_tracing_count() == 1
 
 
@@ -208,16 +221,32 @@ def test_read_only_property_list_in_a_tensor_loop_says_what_to_do():
     assert "local variable (`items = []`" in msg and "setter" in msg
 
 
+class _Wrap(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x, n):
+        return self.inner(x, n)
+
+
+def _nested(m, depth):
+    for _ in range(depth):
+        m = _Wrap(m)
+    return m
+
+
 def test_attribute_left_holding_the_graph_list_explains_itself():
-    # Python side effects run at trace time: the attribute keeps the trace's graph list, not tensors.
+    # An object deeper than the trace follows (a submodule six levels down) is not written back after each call:
+    # the attribute keeps the trace's graph list, which says so when touched.
     m = Unroll()
     x, n = torch.randn(2, 3), torch.tensor(2)
-    ta.function(m)(x, n)
+    ta.function(_nested(m, 6))(x, n)
     for touch in (len, lambda lst: lst[0], list, torch.stack, lambda lst: lst.append(x)):
         with pytest.raises(ta.errors.InaccessibleTensorError) as info:
             touch(m.outputs)
         msg = str(info.value)
-        assert "graph list that stood for a Python list while 'Unroll' was traced" in msg
+        assert "graph list that stood for a Python list while '_Wrap' was traced" in msg
         assert "trace time" in msg and "return the list" in msg.lower()
         assert "test_attribute_lists.py:" in msg  # the user's line
     assert str(m.outputs) == repr(m.outputs) and repr(m.outputs).startswith("GraphList(")

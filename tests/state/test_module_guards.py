@@ -166,3 +166,38 @@ def test_a_module_held_by_a_plain_object_is_guarded():
     h.net.bias = nn.Parameter(torch.randn(2))
     _same(f, fn, X)
     assert f.experimental_get_tracing_count() == 2
+
+
+def test_a_one_element_parameter_replaced_by_an_equal_one_traces_again():
+    # (entries are compared by identity: a new parameter holding the same value is another parameter, which an
+    # optimizer may then update in place)
+    lin = nn.Linear(2, 1)
+    fn = lambda x: lin(x)  # noqa: E731
+    f = ta.function(fn)
+    _same(f, fn, X)
+    lin.bias = nn.Parameter(lin.bias.detach().clone())
+    _same(f, fn, X)
+    assert f.experimental_get_tracing_count() == 2
+    with torch.no_grad():
+        lin.bias.add_(1.0)
+    _same(f, fn, X)
+    assert f.experimental_get_tracing_count() == 2
+
+
+class _EqualToAll(nn.Linear):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = nn.Linear.__hash__
+
+
+def test_a_submodule_whose_class_defines_eq_is_still_compared_by_identity():
+    torch.manual_seed(0)
+    m = nn.Sequential(_EqualToAll(2, 2), nn.ReLU())
+    fn = lambda x: m(x)  # noqa: E731
+    f = ta.function(fn)
+    _same(f, fn, X)
+    m[0] = _EqualToAll(2, 2)
+    _same(f, fn, X)
+    assert f.experimental_get_tracing_count() == 2
+

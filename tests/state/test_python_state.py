@@ -159,3 +159,75 @@ def test_captured_list_appended_inside_a_tensor_if_is_refused_at_the_user_line()
     line = next(i for i, l in enumerate(open(__file__), 1) if "marker: append in branch" in l)
     assert f"test_python_state.py:{line}" in str(e.value) or f"test_python_state.py:{line - 1}" in str(e.value)
     assert log == []
+
+
+HIDDEN = {"n": torch.tensor(0.0)}
+HIDDEN_LOG = []
+
+
+def _note(v):
+    HIDDEN["n"] = HIDDEN["n"] + v
+    HIDDEN_LOG.append(v * 2)
+
+
+def calls_a_function_changing_globals_it_never_names(x):
+    _note(x.sum())
+    return x + 1
+
+
+def test_a_called_function_changing_objects_the_traced_function_never_names_is_replayed():
+    f = ta.function(calls_a_function_changing_globals_it_never_names)
+    for i in range(3):
+        f(torch.full((2,), float(i + 1)))
+        assert not isinstance(HIDDEN["n"], Traced) and all(not isinstance(v, Traced) for v in HIDDEN_LOG)
+    torch.testing.assert_close(HIDDEN["n"], torch.tensor(12.0))
+    torch.testing.assert_close(HIDDEN_LOG, [torch.tensor(4.0), torch.tensor(8.0), torch.tensor(12.0)])
+    assert f.experimental_get_tracing_count() == 1
+
+
+TOTALS = {"n": torch.tensor(0.0)}
+
+
+def _add_to_totals(v):
+    TOTALS["n"] = TOTALS["n"] + v
+
+
+def loop_calls_a_function_changing_a_global_dict(x, n):
+    i = torch.tensor(0)
+    while i < n:  # a tensor loop: the entry the callee changes is carried through it
+        _add_to_totals(x.sum() * i)
+        i = i + 1
+    return x * 2
+
+
+def test_a_called_function_changing_a_global_dict_inside_a_tensor_loop_matches_eager():
+    f = ta.function(loop_calls_a_function_changing_a_global_dict)
+    want = torch.tensor(0.0)
+    for n in (3, 1, 4):
+        x = torch.tensor([1.0, 2.0])
+        torch.testing.assert_close(f(x, torch.tensor(n)), x * 2)
+        want = want + sum(x.sum() * i for i in range(n))
+        assert not isinstance(TOTALS["n"], Traced)
+        torch.testing.assert_close(TOTALS["n"], want)
+    assert f.experimental_get_tracing_count() == 1
+
+
+class Box:
+    def __init__(self, v, w):
+        self.v, self.w = v, w
+
+
+def returns_an_object_holding_tensors(x):
+    return Box(x * 2, [x.sum(), 3])
+
+
+def test_a_returned_object_holding_tensors_is_new_at_each_call_with_its_values():
+    f = ta.function(returns_an_object_holding_tensors)
+    seen = []
+    for i in range(3):
+        x = torch.full((2,), float(i))
+        got, want = f(x), returns_an_object_holding_tensors(x)
+        assert type(got) is Box and got not in seen
+        seen.append(got)
+        torch.testing.assert_close(got.v, want.v)
+        torch.testing.assert_close(got.w, want.w)

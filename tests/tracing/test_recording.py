@@ -115,13 +115,16 @@ def test_module_parameters_and_buffers_are_captured_by_reference():
     assert traced.experimental_get_tracing_count() == 1
 
 
-def test_rebinding_a_closure_name_is_not_seen_but_inplace_updates_are():
+def test_a_new_tensor_in_a_captured_dict_and_inplace_updates_are_both_seen():
     state = {"w": torch.ones(3)}
     traced = ta.function(lambda x: x * state["w"], autograph=False)
     x = torch.randn(3)
     torch.testing.assert_close(traced(x), x)
-    state["w"] = torch.full((3,), 2.0)  # a new tensor: frozen trace keeps the old one
-    torch.testing.assert_close(traced(x), x)
+    state["w"] = torch.full((3,), 2.0)  # a new tensor: read from the entry at each call
+    torch.testing.assert_close(traced(x), x * 2)
+    state["w"].mul_(3)  # in place
+    torch.testing.assert_close(traced(x), x * 6)
+    assert traced.experimental_get_tracing_count() == 1
 
 
 def test_inplace_ops_keep_program_order():
@@ -279,18 +282,22 @@ def test_a_graph_tensor_appended_to_a_captured_list_is_the_call_s_value_after_ea
 
 
 def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():
-    # A list kept by a module is not followed (a module's own state is its parameters and buffers): a graph
-    # tensor left there is refused where it is used, never read as a stale value.
+    # A list inside a tuple is not followed (a tuple can not change): a graph tensor left there is refused where
+    # it is used, never read as a stale value. (A module's list is followed: it gets the call's tensor.)
     holder = torch.nn.Module()
-    holder.leaked = []
+    holder.kept = []
+    box = ([],)
 
     def leak(x):
         y = x + 1
-        holder.leaked.append(y)
+        holder.kept.append(y)
+        box[0].append(y)
         return y
 
     ta.function(leak, autograph=False)(X)
-    leaked = holder.leaked
+    assert type(holder.kept[0]) is torch.Tensor
+    torch.testing.assert_close(holder.kept[0], X + 1)
+    leaked = box[0]
     with pytest.raises(InaccessibleTensorError, match=r"'add'.*out of scope.*'leak'.*Return it from the function"):
         leaked[0] + 1
     with pytest.raises(InaccessibleTensorError, match=r"used at .*test_recording.py:\d+"):

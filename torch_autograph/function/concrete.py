@@ -14,7 +14,7 @@ from .. import config, nest
 from ..backends import Compiled, add_runtime_error_note, to_fx
 from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, Value, autocast_state
-from ..state import ModuleStructure, StateEffects
+from ..state import ModuleStructure, StateEffects, StateReads
 from ..tracing import GraphTensor, TensorSpec
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
@@ -43,7 +43,7 @@ class ConcreteFunction:
                  size_check: Callable[[list], str | None] | None = None, notes: tuple = (),
                  checks_autograd: bool = False, autocast: tuple | None = None, decisions: tuple = (),
                  effects: StateEffects | None = None, n_results: int = 0,
-                 structure: ModuleStructure | None = None) -> None:
+                 structure: ModuleStructure | None = None, reads: StateReads | None = None) -> None:
         self.graph = graph
         # What tracing assumed about the sizes of None dims (and `checks_autograd`: about the inputs'
         # requires_grad / is_leaf), checked per call.
@@ -63,9 +63,14 @@ class ConcreteFunction:
         self.module_guards = guards
         self.effects = effects
         self.structure = structure
+        # The tensors it reads from Python objects at every call (inputs after the arguments'), and whether the
+        # objects hold tensors of the traced types.
+        self.reads = reads
         self.guards = guards + ((effects,) if effects is not None and effects.guard else ()) + \
-            ((structure,) if structure is not None else ())
+            ((structure,) if structure is not None else ()) + ((reads,) if reads is not None else ())
         self.last_used = 0
+        if structure is not None and self.guards == (structure,) and autocast is None:
+            self.guards_hold = structure.holds_without_autocast  # (the common case: one generated expression)
         self._compiled = compiled
         self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
         compiled.subscribe(self._install)
@@ -111,6 +116,9 @@ class ConcreteFunction:
                 raise InvalidArgumentError(f"{self.name} was traced assuming {broken}, which these arguments break "
                                            f"(sizes known only when it runs met an assumption made while tracing); "
                                            f"call the Function, which traces again for them")
+        if self.reads is not None and not checked and not self.reads.holds():
+            raise InvalidArgumentError(f"{self.name} reads a tensor kept in a Python object at every call, and "
+                                       f"{self.reads.reason()}; call the Function, which traces again for it")
         return self.run(flat, bound)
 
     def flat_inputs(self, bound: dict[str, Any]) -> list[torch.Tensor]:
@@ -131,6 +139,8 @@ class ConcreteFunction:
     def run(self, flat: Any, bound: dict | None = None) -> Any:
         """Run the graph on its flat tensor inputs; the one epilogue every call path shares. `bound`: the call's
         arguments, where the trace changed containers among them (None on the fast path: it has none)."""
+        if self.reads is not None:
+            flat = self.reads.extend(flat)
         try:
             # One module attribute read when no profiler runs: the per-call cost of the ranges below.
             out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
@@ -183,6 +193,9 @@ class ConcreteFunction:
                 return False
         effects = self.effects
         if effects is not None and effects.guard and not effects.guard_holds():
+            return False
+        reads = self.reads
+        if reads is not None and not reads.holds():
             return False
         for ref, training in self.module_guards:
             m = ref()

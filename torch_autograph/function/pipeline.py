@@ -27,12 +27,14 @@ from ..graph import (
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import (
     ModuleStructure,
+    ReadPlan,
     StateEffects,
     Variable,
     Watch,
     creation_rules,
     module_structure,
     plan_effects,
+    plan_reads,
     returned_objects,
     roots_of,
     watch_captures,
@@ -108,9 +110,10 @@ SPEC_HINT = 17
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
           source: tuple = (), hooks: TraceHooks = TRACE_HOOKS
-          ) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None]:
+          ) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None, ReadPlan | None]:
     """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace, its effects on Python objects, the guard on the modules it read). `backed`: None dims are backed by the call's sizes, or
+    the finished trace, its effects on Python objects, the guard on the modules it read, the tensors it read
+    from Python objects, to read at each call). `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
@@ -144,7 +147,9 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
                 graph.outputs.append(state.to_value(state.to_graph_tensor(x)))
                 return len(graph.outputs) - 1 - n_results
 
-            effects = plan_effects(watch, to_output, {id(t) for _, t in graph.captures},
+            captured = {id(t) for _, t in graph.captures}
+            reads = plan_reads(watch, captured)  # (before the watch restores the objects)
+            effects = plan_effects(watch, to_output, captured - (reads.read_ids() if reads is not None else set()),
                                    returned_objects(graph.outputs[:n_results]))
             state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
             guards = module_guards(state)
@@ -154,7 +159,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             graph.sizes = state.symbols.input_sizes(graph.inputs)
     finally:
         watch.restore()  # a failed trace too leaves the caller's objects as they were
-    return graph, result, guards, state, effects, structure
+    return graph, result, guards, state, effects, structure, reads
 
 
 def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
@@ -196,9 +201,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
             with creation_rules(owner, knowledge.singleton_check) as created:
-                graph, result, guards, state, effects, structure = trace(target, name, signature, arg_types, bound, grad,
-                                                              backed=knowledge.backed, spec_hint=spec_hint,
-                                                              source=source, hooks=hooks)
+                graph, result, guards, state, effects, structure, reads = trace(
+                    target, name, signature, arg_types, bound, grad, backed=knowledge.backed, spec_hint=spec_hint,
+                    source=source, hooks=hooks)
             if created():
                 raise Retrace("the first trace created Variables: traced again, where creating one is an error",
                               singleton_check=True)
@@ -233,12 +238,18 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         (True if choice.jit_compile == "auto" else None)
     single = isinstance(result, GraphTensor) or result is None
     options = CompileOptions(return_tuple=not single or effects is not None, grad=grad, freeze_captures=freeze)
-    compiled = choice.backend().compile(graph, options)
+    # The tensors read from Python objects are inputs of the compiled graph (read at each call); `graph` keeps
+    # them as captures, for export and inspection.
+    run_graph, state_reads = reads.lift(graph) if reads is not None else (graph, None)
+    compiled = choice.backend().compile(run_graph, options)
+    if run_graph is not graph:
+        graph.python_source = run_graph.python_source
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
                             decisions=graph.decisions,
                             autocast=state.root.entry_autocast, effects=effects, structure=structure,
+                            reads=state_reads,
                             n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
 

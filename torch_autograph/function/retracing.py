@@ -109,6 +109,8 @@ def explain(last: Any, grad: bool, types_: tuple, arg_names: list[str], other_tr
         reasons.append(last.structure.reason())
     if last.effects is not None and last.effects.guard and not last.effects.guard_holds():
         reasons.append(last.effects.guard_reason())
+    if last.reads is not None and not last.reads.holds():
+        reasons.append(last.reads.reason())
     for ref, training in last.module_guards:
         m = ref()
         if m is not None and m.training != training:

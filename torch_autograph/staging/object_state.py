@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from ..autograph import Origin
-from ..state import StateEffectError, global_names, object_kind
+from ..state import StateEffectError, global_names, object_kind, users_function
 from ..tracing import SYMBOLIC, GraphList, Traced, current
 
 _MAX_DEPTH = 4  # containers nested deeper than this are not followed
@@ -194,7 +194,8 @@ _MISSING = object()
 
 def _roots(fns: Sequence[Callable], depth: int = 0) -> Iterator[tuple[str, Any]]:
     """The objects `fns` read: their closure cells (by variable name) and the globals their code names, and
-    those of the functions in their cells (AutoGraph's wrappers of a loop body, an unrolled iteration)."""
+    those of the functions in their cells (AutoGraph's wrappers of a loop body, an unrolled iteration) and of
+    the user's functions among those globals (what a called function changes)."""
     for fn in fns:
         fn = getattr(fn, "__func__", fn)
         code = getattr(fn, "__code__", None)
@@ -212,14 +213,17 @@ def _roots(fns: Sequence[Callable], depth: int = 0) -> Iterator[tuple[str, Any]]
         glob = getattr(fn, "__globals__", {})
         for name in global_names(code):
             if name in glob:
-                yield name, glob[name]
+                value = glob[name]
+                yield name, value
+                if depth < _MAX_WRAPPERS and users_function(value):
+                    yield from _roots((value,), depth + 1)  # a called `note(v)` changing a dict never named here
 
 
 def _follow(obj: Any, path: str, depth: int, held: list, seen: set) -> None:
     if depth > _MAX_DEPTH or id(obj) in seen or len(seen) >= _MAX_OBJECTS:
         return
     kind = object_kind(obj)
-    if kind is None:
+    if kind is None or kind == "module":  # (a module's attributes: AutoGraph carries the `self.x` it names)
         return
     seen.add(id(obj))
     held.append((obj, kind, path))

@@ -9,8 +9,10 @@ from .python_state import (
     object_kind,
     plan_effects,
     returned_objects,
+    users_function,
     watch_captures,
 )
+from .state_reads import ReadPlan, StateReads, plan_reads
 from .tape import GradientTape, UnconnectedGradients
 from .tensor_array import (
     TensorArray,
@@ -35,8 +37,9 @@ from .variables import (
     init_scope,
 )
 
-__all__ = ["GradientTape", "ModuleStructure", "StateEffectError", "StateEffects", "TensorArray", "UnconnectedGradients",
-           "Variable", "Watch", "assign", "assign_add", "assign_add_index", "assign_index", "assign_sub",
-           "assign_sub_index", "creation_rules", "global_names", "init_scope", "module_structure", "object_kind",
-           "plan_effects", "returned_objects", "roots_of", "ta_concat", "ta_from_tensor", "ta_gather", "ta_new",
-           "ta_read", "ta_size", "ta_stack", "ta_write", "watch_captures"]
+__all__ = ["GradientTape", "ModuleStructure", "ReadPlan", "StateEffectError", "StateEffects", "StateReads",
+           "TensorArray", "UnconnectedGradients", "Variable", "Watch", "assign", "assign_add", "assign_add_index",
+           "assign_index", "assign_sub", "assign_sub_index", "creation_rules", "global_names", "init_scope",
+           "module_structure", "object_kind", "plan_effects", "plan_reads", "returned_objects", "roots_of", "ta_concat",
+           "ta_from_tensor", "ta_gather", "ta_new", "ta_read", "ta_size", "ta_stack", "ta_write", "users_function",
+           "watch_captures"]

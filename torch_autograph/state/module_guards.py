@@ -13,9 +13,9 @@ The modules a trace depends on: those that ran, those owning a tensor the graph 
 between them and the objects the function reads (its closure, its globals, the instance of a method, its
 arguments), as `m[1](x)` reads `m._modules` without running `m`.
 
-The per-call check is one generated expression of `d[k] is v` tests and `len(d) == n` tests (a dict lookup and
-an identity test each, no Python loop): the 8-layer MLP of benchmark P3 has 34 of them (benchmarks/
-bench_module_guards.py times them). Only entries are compared, by identity, never values: an in-place update
+The per-call check is one generated expression, no Python loop: a dict compared whole with a copy of it where
+`==` on its values is identity (`_compile`), else `d[k] is v` and `len(d) == n` tests. The 8-layer MLP of
+benchmark P3 has 34 entries, checked by 10 tests (benchmarks/bench_module_guards.py times them). Only entries are compared, by identity, never values: an in-place update
 is what the graph reads anyway, and a tensor's `==` would compare elements.
 """
 
@@ -27,6 +27,8 @@ import weakref
 from typing import Any
 
 import torch
+
+from ..graph import autocast_state
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.ParameterList,
                torch.nn.ParameterDict)
@@ -40,6 +42,8 @@ class ModuleStructure:
     def __init__(self, entries: list[tuple[torch.nn.Module, str, str, Any]],
                  sizes: list[tuple[torch.nn.Module, str, int]]) -> None:
         self.holds = _compile(entries, sizes)
+        # `holds()` and no autocast region around the call (the whole guard of a trace made without one).
+        self.holds_without_autocast = _compile(entries, sizes, no_autocast=True)
         # For the reason only, and weakly: a trace must not keep alive the instance of the method it traced (its
         # Function is held weakly by the instance). The dicts `holds` tests do not refer to their module.
         self._entries = tuple((weakref.ref(m), *rest) for m, *rest in entries)
@@ -78,26 +82,58 @@ class ModuleStructure:
 _MISSING = object()
 
 
-def _compile(entries: tuple, sizes: tuple) -> Any:
-    """`holds()`: True while every entry holds its object. One expression, run at every call of the graph."""
-    if not entries and not sizes:
-        return lambda: True
+def _compile(entries: tuple, sizes: tuple, no_autocast: bool = False) -> Any:
+    """`holds()`: True while every entry holds its object. One expression, run at every call of the graph.
+
+    A dict all of whose entries are guarded is compared whole, `d == {k: v, ...}` (one C loop over its keys,
+    its size included), where `==` on its values can only be identity: modules whose class keeps `object`'s
+    `__eq__`, None, and plain tensors and parameters of more than one element (a new one of the same shape makes
+    `==` an elementwise tensor, whose truth raises: caught, the guard fails). Other dicts (a one-element
+    tensor, whose `==` would compare values) get one `d[k] is v` test per entry.
+    """
     env: dict[str, Any] = {}
     tests = []
-    for i, (m, where, key, obj) in enumerate(entries):
-        env[f"d{i}"] = vars(m) if where == "" else vars(m)[where]
-        env[f"k{i}"], env[f"v{i}"] = key, obj
-        tests.append(f"d{i}[k{i}] is v{i}")
+    if no_autocast:
+        env["any_autocast"], env["autocast_state"] = torch._C._is_any_autocast_enabled, autocast_state
+        tests.append("(not any_autocast() or autocast_state() is None)")
+    groups: dict[int, list] = {}
+    for m, where, key, obj in entries:
+        d = vars(m) if where == "" else vars(m)[where]
+        groups.setdefault(id(d), [d]).append((key, obj))
+    whole = {i for i, (d, *kv) in groups.items() if len(kv) == len(d) and all(_identity_eq(v) for _, v in kv)}
+    for n, (i, (d, *kv)) in enumerate(groups.items()):
+        env[f"d{n}"] = d
+        if i in whole:
+            env[f"e{n}"] = dict(kv)
+            tests.append(f"d{n} == e{n}")
+            continue
+        for j, (key, obj) in enumerate(kv):
+            env[f"k{n}_{j}"], env[f"v{n}_{j}"] = key, obj
+            tests.append(f"d{n}[k{n}_{j}] is v{n}_{j}")
     for i, (m, where, n) in enumerate(sizes):
+        if id(vars(m)[where]) in whole:
+            continue  # (compared whole: its size too)
         env[f"s{i}"] = vars(m)[where]
         tests.append(f"len(s{i}) == {n}")
-    # A dict the module later rebuilds (Sequential.__delitem__) is caught by the test on the module's __dict__,
-    # which comes first for it; a deleted key raises KeyError.
-    src = "def holds():\n    try:\n        return " + " and ".join(tests) + \
-        "\n    except KeyError:\n        return False\n"
+    if not tests:
+        return lambda: True
+    # A dict the module later rebuilds (Sequential.__delitem__) is caught by the test on the module's __dict__
+    # (the old dict still compares equal); a deleted key raises KeyError, a tensor's `==` RuntimeError.
+    # The values as defaults of the function: read as fast locals.
+    src = f"def holds({', '.join(f'{k}={k}' for k in env)}):\n    try:\n        return " + " and ".join(tests) + \
+        "\n    except Exception:\n        return False\n"
     code = compile(src, "<torch_autograph module guards>", "exec")
     exec(code, env)  # noqa: S102 (the code is ours: names of the values bound above)
     return env["holds"]
+
+
+def _identity_eq(v: Any) -> bool:
+    """Whether `v == w` for another object `w` is False or raises, never True (see `_compile`)."""
+    if v is None:
+        return True
+    if type(v) in (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer):
+        return v.numel() > 1
+    return isinstance(v, torch.nn.Module) and type(v).__eq__ is object.__eq__
 
 
 def _name(m: torch.nn.Module) -> str:

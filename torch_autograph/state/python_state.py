@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import dis
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,20 +50,35 @@ class Watch:
     held: list = field(default_factory=list)  # (object, kind, contents) by identity
     arg_containers: list = field(default_factory=list)  # (trace-side container, path, contents)
     paths: dict = field(default_factory=dict)  # id(trace-side container) -> its path in the arguments
+    # id(held object) -> (the held object it was found in, the step to it: `step_of`), for the objects found
+    # inside another: the tensors read at each call are read along that path (an inner dict replaced is seen).
+    parents: dict = field(default_factory=dict)
     _seen: set = field(default_factory=set)
+    # How many objects were followed, apart from modules' trees (and what is in them): a large model's modules
+    # use up their own budget, never that of the lists and dicts the function captures.
+    _counts: dict = field(default_factory=lambda: {False: 0, True: 0})
 
-    def hold(self, obj: Any, depth: int = 0) -> None:
-        """Follow `obj` (and the containers inside it) by identity."""
-        if depth > _MAX_DEPTH or id(obj) in self._seen or len(self._seen) >= _MAX_OBJECTS:
+    def hold(self, obj: Any, depth: int = 0, parent: tuple | None = None, in_module: bool = False) -> None:
+        """Follow `obj` (and the containers inside it, and a module's submodules) by identity."""
+        if depth > _MAX_DEPTH or id(obj) in self._seen:
             return
         kind = object_kind(obj)
         if kind is None:
             return
+        in_module = in_module or kind == "module"
+        if self._counts[in_module] >= _MAX_OBJECTS:
+            return
+        self._counts[in_module] += 1
         self._seen.add(id(obj))
+        if parent is not None:
+            self.parents[id(obj)] = parent
         contents = _contents(obj, kind)
         self.held.append((obj, kind, contents))
-        for v in _values(contents, kind):
-            self.hold(v, depth + 1)
+        for key, v in (enumerate(contents) if kind == "list" else contents):
+            self.hold(v, depth + 1, (obj, step_of(kind, key)), in_module)
+        if kind == "module":
+            for name, m in obj._modules.items():
+                self.hold(m, depth + 1, (obj, ("submodule", name)), True)
 
     def argument(self, container: Any, path: tuple) -> None:
         """Follow a container the trace built around placeholders for the argument at `path`."""
@@ -147,15 +163,23 @@ def _described(obj: Any, now: list, before: list, kind: str) -> str:
     return f"the {obj.what} {', '.join(repr(n) for n in names)}"
 
 
-def watch_captures(fn: Any, watch: Watch) -> None:
+_MAX_CALLEES = 3  # functions followed into from the traced one (`f` calls `note`, which changes a global dict)
+
+
+def watch_captures(fn: Any, watch: Watch, depth: int = 0, seen: set | None = None) -> None:
     """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals, and the globals and
-    closure variables it rebinds. A module (`ta.function(model)`): what its `forward` reads."""
+    closure variables it rebinds; the same for the user's functions it names there (a called `note(v)` that
+    changes a dict `fn` never names). A module (`ta.function(model)`): itself (its submodules too), and what its
+    `forward` reads."""
     if isinstance(fn, torch.nn.Module):
+        watch.hold(fn)
         fn = type(fn).forward
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
-    if code is None:
+    seen = set() if seen is None else seen
+    if code is None or id(code) in seen:
         return
+    seen.add(id(code))
     stored_globals, stored_cells = _rebound(code)
     glob = getattr(fn, "__globals__", {})
     if stored_globals and isinstance(glob, dict):
@@ -163,15 +187,24 @@ def watch_captures(fn: Any, watch: Watch) -> None:
     cells = {n: c for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in stored_cells}
     if cells:
         watch.hold(Bindings("nonlocal", cells))
+    named = []
     for cell in fn.__closure__ or ():
         try:
-            watch.hold(cell.cell_contents)
+            named.append(cell.cell_contents)
         except ValueError:  # an empty cell
             pass
     glob = getattr(fn, "__globals__", {})
-    for name in global_names(code):
-        if name in glob:
-            watch.hold(glob[name])
+    named.extend(glob[name] for name in global_names(code) if name in glob)
+    for value in named:
+        watch.hold(value)
+        if depth < _MAX_CALLEES and users_function(value):
+            watch_captures(value, watch, depth + 1, seen)
+
+
+def users_function(value: Any) -> bool:
+    """A Python function of the user's (not of torch or of this library: their state is staged)."""
+    return isinstance(value, types.FunctionType) and \
+        not (value.__module__ or "").startswith(("torch.", "torch_autograph"))
 
 
 def _rebound(code: types.CodeType) -> tuple[set, set]:
@@ -208,7 +241,9 @@ def object_kind(obj: Any) -> str | None:
     if isinstance(obj, (Traced, torch.Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
                         types.BuiltinFunctionType, _SCALARS, tuple, frozenset, set)):
         return None
-    if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)) or _persistent(obj):
+    if isinstance(obj, torch.nn.Module):
+        return "module"  # its plain attributes (`self.running = ...`); parameters, buffers, submodules are staged
+    if isinstance(obj, torch.optim.Optimizer) or _persistent(obj):
         return None  # their own state is staged (parameters, buffers, optimizer state) where it is tensors
     d = getattr(obj, "__dict__", None)
     return "attrs" if type(d) is dict and not callable(obj) else None
@@ -235,6 +270,11 @@ def _absorb_created(watch: Watch) -> None:
             watch.held[i] = (obj, kind, list(old.items()))
 
 
+# What every nn.Module's __dict__ holds for torch (`_parameters`, `_modules`, the hook dicts...): not the user's
+# attributes. `training` is, but a mode, guarded on its own (and set to Python values only).
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))
+
+
 def _contents(obj: Any, kind: str) -> Any:
     if kind == "list":
         return list(obj)
@@ -242,11 +282,14 @@ def _contents(obj: Any, kind: str) -> Any:
         return list(obj.items())
     if kind == "names":
         return obj.contents()
+    if kind == "module":
+        return [(k, v) for k, v in vars(obj).items() if k not in _MODULE_OWN]
     return list(vars(obj).items())
 
 
-def _values(contents: list, kind: str):
-    return contents if kind == "list" else (v for _, v in contents)
+def step_of(kind: str, key: Any) -> tuple:
+    """How an entry of an object of `kind` is reached: ("item", key) `x[key]`, ("attr", name) `vars(x)[name]`."""
+    return ("item", key) if kind in ("list", "dict") else ("attr", key)
 
 
 def _same_items(a: list, b: list, kind: str) -> bool:
@@ -312,7 +355,7 @@ def _assign(obj: Any, kind: str, contents: list) -> None:
     elif kind == "names":
         obj.assign(contents)
     else:
-        d = vars(obj)
+        d = dict(_contents(obj, kind))  # (a module: its own attributes only, not torch's)
         keep = dict(contents)
         for k in [k for k in d if k not in keep]:
             delattr(obj, k)
@@ -348,6 +391,10 @@ class StateEffects:
     def guard_holds(self) -> bool:
         """Whether each guarded entry holds what it held when traced (scalars by value, the rest by identity)."""
         for obj, kind, checks in self.guard:
+            if kind == "module":
+                obj = obj()
+                if obj is None:
+                    return False
             if kind == "list":
                 now = _contents(obj, kind)
                 if len(now) != len(checks) or not all(_same_value(v, w) for v, w in zip(now, checks)):
@@ -359,7 +406,7 @@ class StateEffects:
         return True
 
     def guard_reason(self) -> str:
-        names = ", ".join(sorted({type(obj).__name__ for obj, _, _ in self.guard}))
+        names = ", ".join(sorted({type(obj() if kind == "module" else obj).__name__ for obj, kind, _ in self.guard}))
         return f"a {names} the trace changed holds other contents than when it was traced"
 
     def apply(self, outs: tuple, bound: dict | None) -> None:
@@ -370,6 +417,10 @@ class StateEffects:
                 continue  # (the fast path: no containers among the arguments)
             writes.append((_at_path(bound, path), kind, [_resolve(p, outs, bound) for p in plans], False))
         for obj, kind, plans, append_only in self.on_held:
+            if kind == "module":
+                obj = obj()
+                if obj is None:
+                    continue  # (collected: nothing to write to)
             writes.append((obj, kind, [_resolve(p, outs, bound) for p in plans], append_only))
         for obj, kind, items, append_only in writes:
             if append_only:
@@ -389,9 +440,13 @@ def _guarded(now: list, before: list, kind: str, captured: set) -> list:
     graph did not read, overwritten, needs no check."""
     if kind == "list":
         return list(before)
-    new = dict(now)
+    new, old = dict(now), dict(before)
+    # An entry the trace created holding a graph tensor must still be missing: the trace may have tested for it
+    # (`if "h" not in state`), and a call that finds it traces again, reading it then. (Not a list or an object
+    # made there: it would be another one at each call, which the next trace would then guard by identity.)
+    created = [(k, _MISSING) for k, v in now if k not in old and isinstance(v, (torch.Tensor, *SYMBOLIC))]
     return [(k, w) for k, w in before if new.get(k, _MISSING) is not w and
-            (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))]
+            (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))] + created
 
 
 def _at_path(bound: dict, path: tuple) -> Any:
@@ -455,11 +510,14 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
             continue
         append_only = kind == "list" and len(now) > len(before) and _same_items(now[:len(before)], before, kind)
         items = now[len(before):] if append_only else now
-        on_held.append((obj, kind, tuple(planner.item(kv, kind) for kv in items), append_only))
+        # A module weakly: a trace must not keep alive the instance of the method it traced (which holds its
+        # Function weakly).
+        ref = weakref.ref(obj) if kind == "module" else obj
+        on_held.append((ref, kind, tuple(planner.item(kv, kind) for kv in items), append_only))
         if not append_only:
             checks = _guarded(now, before, kind, captured)
             if checks:
-                guard.append((obj, kind, checks))
+                guard.append((ref, kind, checks))
     on_results = tuple((i, planner.value(r, 0)) for i, r in results)
     if not on_args and not on_held and not on_results:
         return None
