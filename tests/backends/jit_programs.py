@@ -3,8 +3,9 @@
 `program(seed)` writes one function `prog(x, n)` (`x` a float tensor, `n` a 0-d int64 tensor) of two to five
 blocks drawn from `BLOCKS`: tensor `if`s and `while`s, `for` over `range(n)` with `break`, `int()`/`float()` of
 tensors (as values and as sizes), `.item()`, indexing by ints and by tensors, in-place writes on slices, Python
-lists and graph lists. Straight-line blocks are runs of five tensor ops or more, so inductor compiles regions
-(`regions.MIN_REGION_OPS`). Every program terminates and is deterministic (no random ops).
+lists and graph lists, random ops. Straight-line blocks are runs of five tensor ops or more, so inductor compiles
+regions (`regions.MIN_REGION_OPS`). Every program terminates; every run starts from the same seed, so random ops
+draw the same numbers (inductor's own random stream drew others).
 
 `outcome(fn, args, jit)` runs one program as a `ta.function` and says what happened, in a form that compares
 across backends and run orders: `("ok", values)` or `("error", exception type, first line)`.
@@ -54,6 +55,7 @@ BLOCKS = {
     "nested": "for i in range(n):\n    if x.sum() > {c}:\n        x = {chain}\n    else:\n        x = x + 0.5",
     "number_or_tensor": "y = 1\nif x.sum() > {c}:\n    y = x.sum() * 2.0\nz = y\ny -= 4\nx = {chain}\nx = x + y + z",
     "reduce_if": "y = x.sum(0)\nif y.max() > {c}:\n    y = y * 2.0\nx = x + y * 0.1",
+    "random": "x = x + torch.randn_like(x) * 0.1 + torch.nn.functional.dropout(x, 0.5)\nx = {chain}",
 }
 
 
@@ -88,6 +90,7 @@ def arguments(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def outcome(fn: Callable, args: tuple, jit: bool) -> tuple:
     """What running `fn` as a ta.function does: ("ok", values) or ("error", type name, first message line)."""
+    torch.manual_seed(0)
     try:
         out = ta.function(fn, jit_compile=jit)(*args)
     except Exception as e:  # noqa: BLE001 - the outcome is what is compared
@@ -111,6 +114,7 @@ def same(a: tuple, b: tuple) -> bool:
 
 def eager(fn: Callable, args: tuple) -> tuple:
     """The truth: the plain Python function on the same arguments."""
+    torch.manual_seed(0)
     try:
         out = fn(*(a.clone() for a in args))
     except Exception as e:  # noqa: BLE001

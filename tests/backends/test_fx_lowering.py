@@ -118,3 +118,35 @@ def test_a_branch_with_an_update_is_a_clear_error():
     cf = ta.function(f).get_concrete_function(X)
     with pytest.raises(GraphLoweringError, match=r"stateful op assign_add .*torch.cond branches cannot mutate"):
         cf.to_fx()
+
+
+class _KeepsAMask(torch.nn.Module):
+    """pytorch/examples' TransformerModel: the first call stores `mask.to(device)` on the module, the second
+    trace captures it under the name of the op that made it."""
+
+    def __init__(self):
+        super().__init__()
+        self.src_mask = None
+
+    def forward(self, x):
+        if self.src_mask is None:
+            self.src_mask = torch.tril(torch.ones(3, 3)).to(x.device)
+        return x @ self.src_mask
+
+
+def test_captures_named_like_module_attributes_get_their_own_names():
+    m = _KeepsAMask()
+    f = ta.function(m)
+    x = torch.randn(2, 3)
+    f(x)
+    cf = f.get_concrete_function(x)
+    gm = cf.to_fx()
+    torch.testing.assert_close(gm(x)[0], x @ torch.tril(torch.ones(3, 3)))
+    assert [t is cf.graph.captures[0][1] for t in dict(gm.named_buffers()).values()] == [True]
+    # The module's tensor is now read at each call, and its capture in the kept graph need not be named `to`;
+    # the name a capture gets on the fx module never takes one of nn.Module's own (register_buffer raised KeyError).
+    from torch_autograph.backends.fx_lowering import _fresh_attr
+
+    root = torch.nn.Module()
+    assert _fresh_attr(root, "to") == "to_1" and _fresh_attr(root, "train") == "train_1"
+    assert _fresh_attr(root, "x.0") == "x_0"

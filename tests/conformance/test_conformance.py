@@ -55,6 +55,17 @@ def test_a_python_number_matches_a_tensor_of_its_kind_only():
     assert harness.difference({"a": 1}, {"b": 1}) is not None
 
 
+def test_jit_runs_may_differ_by_rounding_at_the_scale_of_their_tensor_only():
+    # A convolution's weight gradient from inductor: a sum of thousands of products in another order.
+    want = torch.tensor([132.0, -0.25, 3e-3])
+    rounded = want + torch.tensor([5e-4, 5e-4, -5e-4])
+    assert harness.difference(want, rounded) is not None
+    assert harness.difference(want, rounded, jit=True) is None
+    assert harness.difference([want], [rounded], "gradients", jit=True) is None
+    assert harness.difference(want, want + torch.tensor([0.0, 0.01, 0.0]), jit=True) is not None
+    assert harness.difference(torch.tensor([1, 2]), torch.tensor([1, 3]), jit=True) is not None
+
+
 def _silently_wrong(x):
     return x + 1
 

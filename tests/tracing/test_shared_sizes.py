@@ -149,3 +149,18 @@ def test_a_pad_by_a_size_known_only_when_the_graph_runs():
     f = ta.function(padded_to_a_longer_loop_output)
     for stop in (1.0, 3.0, 9.0):
         assert torch.equal(f(torch.ones(2), torch.tensor(stop)), padded_to_a_longer_loop_output(torch.ones(2), stop))
+
+
+def test_a_size_after_a_loop_that_only_grows_it_is_never_below_its_entry_size():
+    def f(x, stop):
+        while x.sum() < stop:
+            x = torch.cat([x, x[:1]])
+        # Decided while tracing: the loop starts at 2 rows and only adds rows. Plain Python `if`s, whose
+        # branches return different structures, as a graph `if` could not.
+        if x.shape[0] < 2:
+            return None
+        return x * 2
+
+    g = ta.function(f)
+    for stop in (1.0, 5.0):
+        assert torch.equal(g(torch.ones(2), torch.tensor(stop)), f(torch.ones(2), stop))

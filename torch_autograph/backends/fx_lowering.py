@@ -70,11 +70,13 @@ def to_fx(graph: Graph) -> fx.GraphModule:
         if v.kind is ValueKind.TENSOR and isinstance(v.example, torch.Tensor):
             env[id(v)].meta["example_value"] = v.example
     for v, t in graph.captures:
+        # A capture named after the op that made it may be named like a Module attribute (`to`, `train`).
+        name = _fresh_attr(root, v.name)
         if isinstance(t, torch.nn.Parameter):
-            root.register_parameter(v.name, t)
+            root.register_parameter(name, t)
         else:
-            root.register_buffer(v.name, t)
-        env[id(v)] = fx_graph.get_attr(v.name)
+            root.register_buffer(name, t)
+        env[id(v)] = fx_graph.get_attr(name)
         env[id(v)].meta["example_value"] = t
     lowering = _Lowering(root, fx_graph, env)
     lowering.nodes(graph.nodes)

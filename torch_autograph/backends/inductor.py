@@ -479,6 +479,10 @@ class _Runner:
             # One compile at a time in this process: inductor's lazy set-up (pattern registration) is not
             # thread-safe, and jit_compile="auto" compiles in background threads.
             known = {k: v for k, v in (config or {}).items() if hasattr(inductor_config, k)}
+            # Random ops call aten's kernels, so they draw eager's numbers from the global generator and leave it
+            # where eager does: inductor's own Philox stream gave other values than the default backend and
+            # eager from the same seed (a VAE's reparameterisation, dropout).
+            known.setdefault("fallback_random", True)
             if self.cpp_wrapper(args, frozen=bool(known.get("freezing"))):
                 known["cpp_wrapper"] = True
             # AOT autograd compiles a training graph's backward at its first backward call: on the call path.

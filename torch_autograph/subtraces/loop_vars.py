@@ -173,7 +173,12 @@ def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str, lo
     value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
     for d in open_dims:
         state.symbols.output_dim(value.shape[d], value, d)
-        finals.setdefault(lv.shape[d].node.expr, value.shape[d])
+        if lv.shape[d].node.expr not in finals:
+            finals[lv.shape[d].node.expr] = value.shape[d]
+            # the size after the loop is one the loop variable had: never below the least of those
+            floor = state.symbols.lower_bound(lv.shape[d])
+            if floor > 0:
+                state.symbols.at_least(value.shape[d], floor)
     return value, requires_grad
 
 

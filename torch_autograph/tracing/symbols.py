@@ -205,20 +205,23 @@ class SymbolTable:
         """Note that size `sym` is never below `floor`: a loop dim that enters at `floor` and that the body only
         grows (its caller proves that from the traced body, or traces again without it). True by
         construction, so nothing is checked when the graph runs."""
-        with self.mode, torch._C.DisableTorchFunction():
-            torch._check(sym >= floor)
-        self.new_runtime_asserts()
+        from torch.fx.experimental.symbolic_shapes import constrain_range
+
+        # a range, not a guard: torch answers from it without deferring a check to run time
+        constrain_range(sym, min=floor)
+
+    def lower_bound(self, x: Any) -> int:
+        """The least value size `x` can take, as far as torch can tell (0 where it cannot)."""
+        return self._bounds(x)[0]
 
     def _bounds(self, x: Any) -> tuple:
         if type(x) is int:
             return x, x
         try:
             r = self.env.bound_sympy(x.node.expr)
-            lo = int(r.lower) if r.lower.is_finite else 0
-            hi = int(r.upper) if r.upper.is_finite else float("inf")
-            return lo, hi
         except Exception:  # a size torch cannot bound: only >= 0
             return 0, float("inf")
+        return max(_finite(r.lower, 0), 0), _finite(r.upper, float("inf"))
 
     def new_runtime_asserts(self) -> list:
         """The assumptions torch deferred to run time since the last call (`Eq(u0, 3)`: a mask's length must
@@ -495,3 +498,11 @@ def _replace_word(text: str, word: str, new: str) -> str:
     import re
 
     return re.sub(rf"(?<![A-Za-z0-9_%]){re.escape(word)}(?![A-Za-z0-9_])", new, text)
+
+
+def _finite(bound: Any, otherwise: Any) -> Any:
+    """A range bound as an int, or `otherwise` for an infinite one (torch's `int_oo` says it is finite, and
+    `int()` of it raises: an Integer is the only finite kind a size's bound takes)."""
+    if getattr(bound, "is_Integer", False) or type(bound) is int:
+        return int(bound)
+    return otherwise
