@@ -10,6 +10,15 @@ def break_in_python_loop(x):
     return s
 
 
+def break_in_python_list_loop(x):
+    s = 0
+    for i in [0, 1, 2, 3, 4]:
+        if x < i:
+            break
+        s += i
+    return s
+
+
 def return_in_python_loop(x):
     for i in range(5):
         if x < i:

@@ -11,8 +11,15 @@ from torch_autograph.autograph import convert, to_graph
 
 @pytest.mark.parametrize("x", [-1, 0, 2, 7])
 def test_staged_break_in_unrolled_python_loop(backend, x):
-    """Decision 3: the break flag turns staged; the remaining iterations are guarded."""
+    """The break flag turns staged in the first iteration: the rest of the range is one staged loop."""
     assert unwrap(to_graph(src.break_in_python_loop)(Staged(x))) == src.break_in_python_loop(x)
+    assert backend.calls["for_loop"] == 1
+
+
+@pytest.mark.parametrize("x", [-1, 0, 2, 7])
+def test_staged_break_in_python_loop_over_a_list_guards_each_remaining_element(backend, x):
+    """A list's rest is no range: each remaining element runs under a staged `if` on the flag."""
+    assert unwrap(to_graph(src.break_in_python_list_loop)(Staged(x))) == src.break_in_python_list_loop(x)
     assert backend.calls["cond"] >= 5 and backend.calls["for_loop"] == 0
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from torch_autograph.autograph.operators import dispatch
 from torch_autograph.autograph.operators.lists import ElementWrittenList
-from torch_autograph.autograph.operators.py_builtins import LazyIterable
+from torch_autograph.autograph.operators.py_builtins import LazyIterable, LazyRange
 from torch_autograph.autograph.operators.variables import Undefined, UndefinedReturnValue
 from torch_autograph.autograph.pyct.origin_info import Origin
 
@@ -129,12 +129,8 @@ def for_stmt(iterable: Any, extra_test: Optional[Callable[..., Any]],
     b = _registry.backend
     if b is not None and type(iterable) not in _PLAIN and (
             isinstance(iterable, LazyIterable) or b.is_staged(iterable)):
-        origin = _caller_origin()
-        c = _Carried.of(names, init_vars, element_writes)
-        if c is None:
-            return b.for_loop(iterable, extra_test, body, init_vars, names, options or {}, origin)
-        return c.out(b.for_loop(iterable, None if extra_test is None else c.test(extra_test), c.fn(body, 1),
-                                c.vars, c.names, options or {}, origin))
+        return _staged_for(b, iterable, extra_test, body, init_vars, names, options, element_writes,
+                           _caller_origin())
     loop_vars = init_vars
     if extra_test is None:
         for target in iterable:
@@ -152,6 +148,19 @@ def for_stmt(iterable: Any, extra_test: Optional[Callable[..., Any]],
     ok = extra_test(*loop_vars)
     while True:
         if type(ok) not in _PLAIN and b.is_staged(ok):
+            rest = _rest_of_range(it)
+            if rest is not None:
+                # The rest of a range is a range: one graph loop, whatever its length, instead of a guarded
+                # copy of the body per remaining element.
+                try:
+                    return _staged_for(b, LazyRange(rest.start, rest.stop, rest.step), extra_test, body,
+                                       loop_vars, names, options, element_writes, _caller_origin())
+                except (TypeError, RuntimeError):
+                    # The body needs its element as a Python int (`layers[i](x)`: a TypeError, or torch's
+                    # guard on a data-dependent size, a RuntimeError): the graph loop's element is known only
+                    # when the graph runs. Each remaining element is guarded instead (the failed loop trace
+                    # left nothing behind: sub-traces restore the objects they change).
+                    pass
             return _guarded_rest(b, it, ok, extra_test, body, loop_vars, names)
         if not ok:
             return loop_vars
@@ -161,6 +170,31 @@ def for_stmt(iterable: Any, extra_test: Optional[Callable[..., Any]],
             break
         else:
             return loop_vars
+
+
+_RANGE_ITERATOR = type(iter(range(0)))
+
+
+def _rest_of_range(it: Any) -> Optional[range]:
+    """The elements a range iterator has left, as a range (None for any other iterator).
+
+    A range iterator pickles as (iter, (its range,), elements taken): that is its documented state.
+    """
+    if type(it) is not _RANGE_ITERATOR:
+        return None
+    _, (whole,), taken = it.__reduce__()
+    return whole[taken:]
+
+
+def _staged_for(b: dispatch.StagingBackend, iterable: Any, extra_test: Optional[Callable[..., Any]],
+                body: Callable[..., tuple], init_vars: tuple, names: Sequence[str],
+                options: Optional[Mapping[str, Any]], element_writes: Sequence[str], origin: Origin) -> tuple:
+    """A `for` over a staged (or lazy) iterable: the backend's graph loop."""
+    c = _Carried.of(names, init_vars, element_writes)
+    if c is None:
+        return b.for_loop(iterable, extra_test, body, init_vars, names, options or {}, origin)
+    return c.out(b.for_loop(iterable, None if extra_test is None else c.test(extra_test), c.fn(body, 1),
+                            c.vars, c.names, options or {}, origin))
 
 
 def _guarded_rest(b: dispatch.StagingBackend, it: Any, ok: Any, extra_test: Callable,
