@@ -55,9 +55,7 @@ def raised_by_user(e: BaseException) -> SourceLocation | None:
     """The user's line that raised `e` (mapped from AutoGraph's generated code), if `e` is to be staged."""
     if isinstance(e, _NOT_STAGED) or not isinstance(e, Exception):
         return None
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _innermost(e)
     if tb is None:
         return None
     filename, lineno = tb.tb_frame.f_code.co_filename, tb.tb_lineno
@@ -86,13 +84,19 @@ def raised_by_the_library(e: BaseException, own: tuple[type, ...] = ()) -> bool:
         return True
     if not isinstance(e, _REFUSAL_CLASSES):
         return False
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _innermost(e)
     if tb is None:
         return False
     filename = tb.tb_frame.f_code.co_filename
     return filename.startswith(PACKAGE_DIR) and linecache.getline(filename, tb.tb_lineno).lstrip().startswith("raise")
+
+
+def _innermost(e: BaseException) -> Any:
+    """The traceback entry of the frame that raised `e` (None if it has no traceback)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb
 
 
 def record_raise(error: BaseException, origin: SourceLocation | None) -> None:
