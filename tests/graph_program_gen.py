@@ -26,6 +26,10 @@ so the same program is the reference three ways):
   sometimes unused under a tensor `if` (it still runs), with an `except` that assigns the variable too or
   returns, sometimes an `else:`; or an `except` that never catches it and a `finally:` updating `V` (the
   harness compares the state after a call that raises too);
+- grow: a tensor a Python `for` over a `range` grows by one row per step (`torch.cat`), with a `break` on
+  a tensor condition (the rest of the range becomes one graph loop once the flag is a tensor), then library-
+  style code deciding on its length: `0 if g.numel() == 0 else g.shape[0]`, or an `F.pad` of another tensor
+  by the difference of their lengths (a size known only when the graph runs);
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
@@ -46,7 +50,7 @@ import random
 import program_gen
 
 WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
-                  "list_shapes", "deletes", "try_ops"})
+                  "list_shapes", "deletes", "try_ops", "grow"})
 # Mutation of dict/list arguments and captured containers and objects, inside and outside tensor loops and
 # branches (issue 22): on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
 # staged is refused by design (a StateEffectError, `fuzz_outcomes.DESIGN_RULES`).
@@ -111,7 +115,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
-                             "list_shapes", "deletes", "try_ops", "mutation") if k in f]
+                             "list_shapes", "deletes", "try_ops", "grow", "mutation") if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
         return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
@@ -206,6 +210,24 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
             return [f"{pad}del l[:]", f"{pad}l.append({self.int_expr(0, extra)})"]
         t, var = self.fresh("t"), r.choice(program_gen.LOCALS)
         return [f"{pad}{t} = {self.int_expr(0, extra)}", f"{pad}{var} = {var} + {t}", f"{pad}del {t}"]
+
+    def wide_grow(self, pad, indent, depth, in_loop, extra):
+        r = self.rng
+        var = r.choice(program_gen.LOCALS)
+        g, k = self.fresh("g"), self.fresh("k")
+        lines = [f"{pad}{g} = torch.zeros({r.randint(1, 3)}, dtype={self.dtype}) + {r.randint(0, 2)}",
+                 f"{pad}for {k} in range({r.randint(2, 5)}):",
+                 f"{pad}    {g} = torch.cat([{g}, {g}[-1:] + {k}])",
+                 f"{pad}    if {g}.sum() > {self.int_expr(depth + 1, extra)}:",
+                 f"{pad}        break"]
+        if r.random() < 0.5:  # transformers' `get_seq_length`: 0 for an empty cache
+            return lines + [f"{pad}{var} = {var} + (0 if {g}.numel() == 0 else {g}.shape[0])"]
+        # transformers' `prepare_padding_mask`: pad a shorter tensor to the grown one's length
+        h = self.fresh("h")
+        return lines + [f"{pad}{h} = torch.ones(1, dtype={self.dtype})",
+                        f"{pad}if (n_{h} := {g}.shape[0] - {h}.shape[0]) > 0:",
+                        f"{pad}    {h} = torch.nn.functional.pad({h}, (0, n_{h}))",
+                        f"{pad}{var} = {var} + ({h} * {g}).sum()"]
 
     def wide_try_ops(self, pad, indent, depth, in_loop, extra):
         r, var = self.rng, self.rng.choice(program_gen.LOCALS)

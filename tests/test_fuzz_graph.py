@@ -85,6 +85,7 @@ CONSTRUCTS = [
     pytest.param("list_shapes"),
     pytest.param("deletes"),
     pytest.param("try_ops"),
+    pytest.param("grow"),
     # Dict/list arguments and captured containers and objects changed, inside and outside tensor loops and
     # branches (issue 22); TA_FUZZ_MUTATION=0 leaves it out of the long runs.
     pytest.param("mutation"),
