@@ -10,6 +10,7 @@ import torch
 import torch_autograph as ta
 from torch_autograph.graph import CondOp, WhileOp
 from torch_autograph.graph.walkers import walk_nodes
+from torch_autograph.state import StateEffectError
 
 
 def after_loop(x, t):
@@ -107,3 +108,25 @@ def test_a_body_needing_its_element_as_a_python_int_guards_each_remaining_elemen
     assert g.experimental_get_tracing_count() == 1
     loops, conds = _counts(indexes_a_module_list, torch.ones(2), torch.tensor(0.0))
     assert loops == 0 and conds >= 3
+
+
+LOG = []
+
+
+def logs_each_element(x, t):
+    for i in range(len(LAYERS)):
+        LOG.append(i)
+        x = LAYERS[i](x)
+        if x.sum() > t:
+            break
+    return x
+
+
+def test_a_python_list_the_guarded_rest_grows_is_refused_at_the_loop():
+    # Eagerly the list gets one element per iteration run, which the graph decides when it runs: no trace can
+    # replay that. The failed graph-loop attempt leaves nothing behind in it, and the error names the loop.
+    LOG.clear()
+    line = logs_each_element.__code__.co_firstlineno + 1
+    with pytest.raises(StateEffectError, match=rf"LOG grows or shrinks .*test_range_rest.py:{line}"):
+        ta.function(logs_each_element)(torch.ones(2), torch.tensor(0.0))
+    assert LOG == [0]  # the first element ran as Python, as eagerly; nothing of the traces stayed

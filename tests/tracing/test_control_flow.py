@@ -12,6 +12,7 @@ from eager_reference import assert_matches_eager, graph_ops
 from torch import nn
 
 import torch_autograph as ta
+from torch_autograph.state import StateEffectError
 
 POS, NEG = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([-1.0, -2.0, -0.5])
 
@@ -741,20 +742,20 @@ def test_ta_while_loop_forms():
 _GLOBAL_LOG = []
 
 
-def test_append_to_a_global_list_inside_a_tensor_if_is_a_trace_time_side_effect():
-    # The list is not local to the function: AutoGraph must not make it loop/branch state
-    # (that would rebind the name and raise UnboundLocalError); the append runs while tracing.
+def test_append_to_a_global_list_inside_a_tensor_if_is_refused_at_the_if():
+    # The list is not local to the function: AutoGraph must not make it loop/branch state (that would rebind
+    # the name and raise UnboundLocalError). Its append would run once while tracing, while eagerly it runs
+    # at every call that takes the branch: no graph can replay that, so it is an error at the `if`.
     def f(x):
         if x.sum() > 0:
             _GLOBAL_LOG.append("traced")
         return x * 2
 
     _GLOBAL_LOG.clear()
-    g = ta.function(f)
-    x = torch.ones(3)
-    torch.testing.assert_close(g(x), f(x))
-    g(x)
-    assert _GLOBAL_LOG == ["traced", "traced"]  # once while tracing (both branches), once eagerly above
+    line = f.__code__.co_firstlineno + 1
+    with pytest.raises(StateEffectError, match=rf"_GLOBAL_LOG grows or shrinks .*test_control_flow.py:{line}"):
+        ta.function(f)(torch.ones(3))
+    assert _GLOBAL_LOG == []  # nothing of the failed trace stays in it
 
 
 # ----- a Python number on one path of a tensor `if` --------------------------------------------------

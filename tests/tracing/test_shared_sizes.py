@@ -3,6 +3,7 @@ decides while tracing, as Python does: two tensors a loop grows alike (a KV cach
 outputs of a tensor `if` grown in the same branch, and a merged size's bounds (`numel() == 0` of a cache that is
 never empty)."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -164,3 +165,19 @@ def test_a_size_after_a_loop_that_only_grows_it_is_never_below_its_entry_size():
     g = ta.function(f)
     for stop in (1.0, 5.0):
         assert torch.equal(g(torch.ones(2), torch.tensor(stop)), f(torch.ones(2), stop))
+
+
+def padded_to_a_loop_output_by_a_difference(a, b, stop):
+    while a.sum() < stop:
+        a = torch.cat([a, a[:1]])
+    return F.pad(b, (0, a.shape[0] - b.shape[0]))  # negative (eagerly: a crop) when b is the longer
+
+
+def test_a_pad_by_a_run_time_size_that_is_negative_is_an_error_not_a_crop():
+    f = ta.function(padded_to_a_loop_output_by_a_difference)
+    a = torch.ones(2)
+    assert torch.equal(f(a, torch.ones(1), torch.tensor(3.0)),
+                       padded_to_a_loop_output_by_a_difference(a, torch.ones(1), 3.0))
+    line = padded_to_a_loop_output_by_a_difference.__code__.co_firstlineno + 3
+    with pytest.raises(ta.errors.InvalidArgumentError, match=rf"test_shared_sizes.py:{line}"):
+        f(a, torch.ones(6), torch.tensor(3.0))  # eagerly: cropped to 3

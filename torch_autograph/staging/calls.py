@@ -193,6 +193,8 @@ def pad_with_graph_value(f: Any, args: tuple, kwargs: dict) -> Any:
         dim = x.dim() - 1 - k
         parts = []
         for size in pad[2 * k:2 * k + 2]:
+            if isinstance(size, torch.SymInt):
+                torch._check(size >= 0)  # eagerly a negative pad crops: when the graph runs, an error instead
             shape = list(out.shape)
             shape[dim] = size
             parts.append(fill.expand(shape) if isinstance(size, torch.SymInt) or size else None)

@@ -111,13 +111,15 @@ class Objects:
         result: list = []
         inside = current() is not self.outer  # a sub-graph (not a loop run as Python): it ends here
         found: list[Slot] = []
+        abandoned = True  # the sub-trace raised: every change it made is undone, whatever its values
         try:
             yield result
             if inside and detect:
                 found = self._changes(before, result)
+            abandoned = False
         finally:
             if inside:  # nothing of the sub-graph may stay in the objects
-                self._restore(before)
+                self._restore(before, abandoned)
         if found:
             raise Changed(self, found)
 
@@ -141,7 +143,10 @@ class Objects:
             refuse = id(obj) not in self.watched
             if kind == "list":
                 if len(new) != len(old):
-                    if refuse and any(_is_graph(v) for _, v in new):
+                    # Grown with graph values: refused unless watched (the call's effects replay those). Grown
+                    # with Python values only: the trace ran that code once, the graph decides how often it
+                    # runs, and nothing could replay it (a `log.append(i)` in a loop that breaks on a tensor).
+                    if (refuse and any(_is_graph(v) for _, v in new)) or not any(_is_graph(v) for _, v in new):
                         self._refuse(f"{path} grows or shrinks")
                     continue
                 pairs = [(i, o, n) for (i, o), (_, n) in zip(old, new)]
@@ -162,18 +167,25 @@ class Objects:
                     found.append(Slot(obj, kind, key, _entry(path, kind, key)))
         return found
 
-    def _restore(self, before: list) -> None:
+    def _restore(self, before: list, abandoned: bool = False) -> None:
+        """Put back what a sub-trace set to graph values; after one that raised (`abandoned`: a caller may trace
+        the code again another way), everything it changed."""
+        changed = (lambda o, n: o is not n) if abandoned else _carriable
         for slot, v in zip(self.carried, self.initial):
             slot.set(v)
         for obj, kind, _, old in before:
             new = _contents(obj, kind)
             if kind == "list":
-                if len(new) == len(old) and any(_carriable(o, n) for (_, o), (_, n) in zip(old, new)):
+                if (abandoned and len(new) != len(old)) or (
+                        len(new) == len(old) and any(changed(o, n) for (_, o), (_, n) in zip(old, new))):
                     obj[:] = [o for _, o in old]
                 continue
             old_d = dict(old)
+            if abandoned:
+                for k in [k for k in old_d if k not in dict(new)]:
+                    Slot(obj, kind, k, "").set(old_d[k])
             for k, v in new:
-                if _carriable(old_d.get(k, _MISSING), v):
+                if changed(old_d.get(k, _MISSING), v):
                     if k in old_d:
                         Slot(obj, kind, k, "").set(old_d[k])
                     elif kind == "attrs":
