@@ -152,3 +152,14 @@ def test_the_converted_if_on_a_data_dependent_size_still_works():
 
     for x in (torch.tensor([1.0, 0.0, 3.0, 4.0]), torch.tensor([1.0, 0.0, 0.0, 4.0])):
         torch.testing.assert_close(g(x), _unconverted_if(x))
+
+
+def test_an_input_signature_that_is_not_a_list_is_a_type_error_at_the_users_line():
+    with pytest.raises(TypeError) as info:
+        ta.function(lambda x: x, input_signature=ta.TensorSpec([2], torch.float32))
+    assert "input_signature must be a list or tuple" in str(info.value)
+    assert "pass input_signature=[TensorSpec(" in str(info.value)
+    _shows_only_user_frames(info.value)
+    with pytest.raises(TypeError) as info:  # the decorator-factory spelling goes through the same door
+        ta.function(input_signature=ta.TensorSpec([2], torch.float32))(lambda x: x)
+    _shows_only_user_frames(info.value)

@@ -55,7 +55,7 @@ from .pipeline import BackendChoice, concrete_function
 from .retracing import TraceEvent, explain, logger, monitors
 from .signatures import TensorSpec
 from .trace_cache import TraceCache
-from .tracebacks import strip_internal_frames
+from .tracebacks import strip_internal_frames, user_facing
 
 _Tensor = torch.Tensor
 _LITERALS = frozenset({int, float, bool, str, type(None)})
@@ -447,6 +447,7 @@ def _check_options(jit_compile: Any, cuda_graphs: Any, freeze_captures: Any) -> 
 
 
 # ----------------------------------------------------------------------------------------
+@user_facing
 def function(func: Callable | None = None, *, input_signature: Any = None, autograph: bool = True,
              reduce_retracing: bool = False, jit_compile: bool | str = False, name: str | None = None,
              max_traces: int | None = None, cuda_graphs: bool = False, freeze_captures: bool | None = None,
@@ -527,6 +528,7 @@ def function(func: Callable | None = None, *, input_signature: Any = None, autog
                       DeprecationWarning, stacklevel=2)
         reduce_retracing = reduce_retracing or experimental_relax_shapes
 
+    @user_facing
     def wrap(f: Callable) -> Any:
         if isinstance(f, (staticmethod, classmethod)):
             # Bound (or not) by the method object's own rule; the Function compiles what it wraps.
