@@ -9,8 +9,7 @@ import sys
 import pytest
 import torch
 
-from torch_autograph import cli
-from torch_autograph.tracing.spec import TensorSpec
+from torch_autograph import TensorSpec, cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "cli_sample.py")

@@ -174,6 +174,16 @@ def test_modules_stay_small(path):
     assert n <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {n} lines; split it (one concept per module)"
 
 
+# The tracer is the room everything else plugs into: it holds what turns torch calls into graph nodes, and
+# what one torch library or one kind of state needs goes to interop/ or state/ as a plug-in (TraceHooks).
+TRACING_MAX_LINES = 4000
+
+
+def test_the_tracer_stays_one_small_room():
+    n = sum(len(p.read_text().splitlines()) for p in (PACKAGE / "tracing").glob("*.py"))
+    assert n < TRACING_MAX_LINES, f"tracing/ has {n} lines (goal: under {TRACING_MAX_LINES})"
+
+
 def test_every_top_level_module_has_a_rule():
     for path in PACKAGE.glob("*.py"):
         if path.stem != "__init__":

@@ -15,9 +15,10 @@ from typing import Any
 
 from . import autograph, config, errors, nest, staging
 from .function import ConcreteFunction, Function, TraceEvent, export, function
+from .graph import TensorSpec
 from .state import GradientTape, TensorArray, UnconnectedGradients, Variable, init_scope, optimizers
 from .subtraces import cond, print, py_function, shape, while_loop
-from .tracing import GraphTensor, TensorSpec
+from .tracing import GraphTensor
 
 # The one registration done at import: AutoGraph's operators stage graph values through `staging`.
 staging.install()

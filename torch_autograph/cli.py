@@ -33,7 +33,8 @@ import torch
 
 from .autograph import to_code
 from .function import BoundFunction, Function, function, map_origin
-from .tracing import TensorSpec, is_library_file
+from .graph import TensorSpec
+from .tracing import is_library_file
 
 _SPEC = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\[([^\]]*)\]\s*(?:@\s*([A-Za-z0-9:_]+))?\s*$")
 

@@ -19,7 +19,8 @@ from typing import Any, Callable
 import torch
 
 from .. import nest
-from ..tracing import GraphTensor, TensorSpec, Traced, outside_trace, user_location
+from ..graph import TensorSpec
+from ..tracing import GraphTensor, Traced, outside_trace, user_location
 
 _MAX_DEPTH = 3  # functions in the closure's cells (helpers it calls) are followed this deep
 

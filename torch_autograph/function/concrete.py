@@ -13,9 +13,9 @@ from torch.autograd import profiler as _profiler
 from .. import config, nest
 from ..backends import Compiled, add_runtime_error_note, to_fx
 from ..errors import GraphLoweringError, InvalidArgumentError
-from ..graph import Graph, Value, autocast_state
+from ..graph import Graph, TensorSpec, Value, autocast_state
 from ..state import ModuleStructure, StateEffects, StateReads
-from ..tracing import GraphTensor, TensorSpec
+from ..tracing import GraphTensor
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
 from .signatures import Literal, Structure

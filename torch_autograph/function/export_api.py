@@ -35,6 +35,6 @@ def export(f: Callable | Function, *example_args: Any, input_signature: Any = No
 
 
 def _is_spec(x: Any) -> bool:
-    from ..tracing import TensorSpec
+    from ..graph import TensorSpec
 
     return isinstance(x, TensorSpec)

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 
 from .. import nest
-from ..graph import fits, merge_dims
-from ..tracing import ArraySpec, TensorSpec
+from ..graph import ArraySpec, TensorSpec, fits, merge_dims
 
 
 @dataclass(frozen=True)

@@ -3,18 +3,20 @@
 - `patches.py`, `torch_patches.py`: the one table of torch attributes the package replaces, and when
   (`TRACE_PATCHES` while a trace runs, `WATCH_PATCHES` while frozen code is alive); nothing is replaced by
   importing the package.
-- `training.py`: optimizer, LR-scheduler and GradScaler methods staged as nodes.
+- `training.py`: optimizer, LR-scheduler and GradScaler methods staged as nodes; `grads.py`: `.grad` as a
+  graph value (the trace's `read_grad` / `write_grad` / `after_backward` plug-ins).
 - `ddp.py`, `fsdp.py`: DistributedDataParallel's and FSDP2's per-call Python as nodes.
-- `collectives.py`: torch.distributed collectives recorded as nodes (the trace's special calls).
+- `collectives.py`: torch.distributed collectives recorded as nodes (the trace's special calls);
+  `rnn_cells.py`: torch's RNN cells recorded with shape inference that reads no size as an int.
 - `data_watch.py`: writes to frozen captures that move no version counter.
 - `lazy_dynamo.py`: keeps `torch._dynamo` unloaded while a trace's meta kernels run.
 """
 
-from . import collectives
+from . import collectives, grads, rnn_cells
 from .data_watch import Watch
 from .patches import Patch, PatchSet
 from .torch_patches import TRACE_PATCHES, WATCH_PATCHES, table
 from .training import is_staged, stage_call, stage_trace_time_step
 
-__all__ = ["TRACE_PATCHES", "WATCH_PATCHES", "Patch", "PatchSet", "Watch", "collectives", "is_staged", "stage_call",
+__all__ = ["TRACE_PATCHES", "WATCH_PATCHES", "Patch", "PatchSet", "Watch", "collectives", "grads", "is_staged", "rnn_cells", "stage_call",
            "stage_trace_time_step", "table"]

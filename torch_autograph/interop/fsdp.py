@@ -51,7 +51,6 @@ from ..tracing import (
     GraphTensor,
     TensorMeta,
     current,
-    flows_to,
     like_example,
     meta_example,
     outside_trace,
@@ -60,6 +59,7 @@ from ..tracing import (
 )
 from .conventions import torch_is_compiling
 from .ddp import Flat
+from .grads import flows_to
 from .patches import Patch
 
 _FULLY_SHARD = "torch.distributed.fsdp._fully_shard._fully_shard"

@@ -20,7 +20,7 @@ was made (an instance attribute wrapping torch's method): converted code
 stages that one at the call (staging/calls.py), and a step reaching torch's
 step hooks from code that is not converted is staged by the trace's step
 pre-hook (tracing/guards.py). A staged `zero_grad` tells the gradient
-tracker (tracing/grads.py) which `.grad`s are None afterwards.
+tracker (interop/grads.py) which `.grad`s are None afterwards.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import torch
 
 from ..graph import iter_leaves
 from ..subtraces import label_of, py_function
-from ..tracing import current, outside_trace, python_ran, zeroed
+from ..tracing import current, outside_trace
+from .grads import python_ran, zeroed
 from .patches import Patch
 
 try:

@@ -22,8 +22,7 @@ import torch
 
 from .. import nest
 from ..function import Identity, Literal, Structure
-from ..graph import Value, ValueKind
-from ..tracing import TensorSpec
+from ..graph import TensorSpec, Value, ValueKind
 
 _JSON_SCALARS = (bool, int, float, str, type(None))
 

@@ -11,17 +11,20 @@ from AutoGraph's generated lines to the user's.
 from __future__ import annotations
 
 from ..autograph import register_backend
-from ..interop import TRACE_PATCHES, collectives, stage_trace_time_step
+from ..interop import TRACE_PATCHES, collectives, grads, rnn_cells, stage_trace_time_step
 from ..tracing import TraceHooks
 from .control_flow import TorchStagingBackend, map_origin
 
 TRACE_HOOKS = TraceHooks(
-    special_calls=collectives.SPECIAL_CALLS,
+    special_calls={**collectives.SPECIAL_CALLS, **rnn_cells.SPECIAL_CALLS},
     special_kinds=collectives.SPECIAL_KINDS,
     converted_calls=collectives.CONVERTED_CALLS,
     around_trace=(TRACE_PATCHES.while_tracing,),
     map_origin=map_origin,
     trace_time_step=stage_trace_time_step,
+    read_grad=grads.read,
+    write_grad=grads.write,
+    after_backward=grads.after_backward,
 )
 
 _installed = False

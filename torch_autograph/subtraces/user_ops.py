@@ -11,8 +11,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..graph import Effect, Op, OpKind
-from ..tracing import GraphTensor, TensorMeta, TensorSpec, current, is_graph_value, run_or_record
+from ..graph import Effect, Op, OpKind, TensorSpec
+from ..tracing import GraphTensor, TensorMeta, current, is_graph_value, run_or_record
 from . import cond as cond_module
 from . import while_loop as while_module
 

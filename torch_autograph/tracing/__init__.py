@@ -11,7 +11,6 @@ from . import lists
 from .arrays import GraphArray, converted, refused
 from .context import Traced, current, outside_trace
 from .decisions import DecisionCheck
-from .grads import flows_to, python_ran, zeroed
 from .guards import module_guards
 from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList, element_meta
@@ -20,18 +19,17 @@ from .messages import data_dependent_error, warn_at_user_line
 from .meta import ListMeta, TensorMeta, like_example, meta_example
 from .numbers import traced
 from .promoted import Augmented, NumberOp, promote_number
-from .recording import NeedsSizeError, record_op, record_with_meta, run_or_record
+from .recording import NeedsSizeError, record_inferred_by, record_op, record_with_meta, run_or_record
 from .retrace import Knowledge, Retrace
-from .spec import ArraySpec, TensorSpec
 from .symbols import SYMBOLIC, OutputDim, ScalarMeta, constant_of, is_graph_value, is_symbolic, same_dim
 from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
 from .traits import traits_of
 
-__all__ = ["ArraySpec", "Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
+__all__ = ["Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
-           "TensorMeta", "TensorSpec", "TraceHooks", "TraceState", "Traced", "constant_of", "converted", "current",
-           "data_dependent_error", "element_meta", "flows_to", "is_graph_value", "is_library_file", "is_symbolic",
-           "like_example", "lists", "meta_example", "module_guards", "outside_trace", "promote_number", "python_ran",
-           "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",
-           "tracing", "traits_of", "user_location", "warn_at_user_line", "zeroed"]
+           "TensorMeta", "TraceHooks", "TraceState", "Traced", "constant_of", "converted", "current",
+           "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",
+           "like_example", "lists", "meta_example", "module_guards", "outside_trace", "promote_number",
+           "record_inferred_by", "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",
+           "tracing", "traits_of", "user_location", "warn_at_user_line"]

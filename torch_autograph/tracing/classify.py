@@ -16,7 +16,6 @@ import torch
 
 from ..graph import Effect, Op, OpKind, Value
 from .meta import TensorMeta, like_example
-from .rnn_cells import META_FUNCTIONS
 from .traits import traits_of
 
 # ----- classification of torch callables ------------------------------------------------
@@ -136,7 +135,7 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
                   False)
     else:
         result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func, name),
-                  META_FUNCTIONS.get(func, func), False)
+                  func, False)
     if len(_classify_cache) < _CLASSIFY_CACHE_SIZE:
         try:
             _classify_cache[func] = result

@@ -44,6 +44,10 @@ class TraceHooks:
         trace_time_step: (optimizer, args, kwargs) of an optimizer step that reached torch's step hooks
             while tracing -> the (args, kwargs) torch's step body then runs with, after staging the step;
             None (or no hook): the step is refused.
+        read_grad, write_grad, after_backward: `.grad` as a graph value (interop/grads.py): `read_grad(state, t)`
+            is what `t.grad` stands for at this point of the traced program, `write_grad(state, t, g)` records
+            `t.grad = g`, `after_backward(state, roots, inputs)` follows a staged backward from `roots`; None (no
+            plug-in): `.grad` is the attribute as it is while tracing.
         staged_closure: a Python function handed to a staged call (`optimizer.step(closure)`), which the call
             runs when the graph runs -> an object with `inputs` (the graph values the function reads), `bind(real
             values)` (the function to hand the call then) and `result` (the TensorSpec of what it returns, or
@@ -57,6 +61,9 @@ class TraceHooks:
     map_origin: OriginMapper | None = None
     trace_time_step: Callable[[Any, tuple, dict], "tuple[tuple, dict] | None"] | None = None
     staged_closure: Callable[[Callable], Any] | None = None
+    read_grad: Callable[[Any, Any], Any] | None = None
+    write_grad: Callable[[Any, Any, Any], None] | None = None
+    after_backward: Callable[[Any, list, Any], None] | None = None
     # func -> its handler or None; owned by these hooks and bounded.
     _special_cache: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state, iter_leaves
-from . import decisions, grads, numbers, promoted
+from . import decisions, numbers, promoted
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
 from .locations import user_location
@@ -75,6 +75,14 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
     if swap:
         args = (args[1], args[0]) + tuple(args[2:])
     return _record(state, op, infer_fn, func, args, kwargs)
+
+
+def record_inferred_by(infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """Record `func(*args, **kwargs)` as `record` does, with the outputs' metadata from `infer_fn` (same arguments)
+    instead of `func`'s own meta kernel: a special-call handler for torch functions whose kernels read sizes as
+    plain ints (interop/rnn_cells.py)."""
+    op, _, _ = classify(func)
+    return _record(current(), op, infer_fn, func, args, kwargs)
 
 
 def record_augmented(inplace_method: str, number: Any, other: Any) -> Any:
@@ -172,9 +180,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
-    if func in BACKWARD_CALLS:
+    if func in BACKWARD_CALLS and state.root.hooks.after_backward is not None:
         roots = vargs[0] if isinstance(vargs[0], (list, tuple)) else [vargs[0]]
-        grads.after_backward(state, list(roots), kwargs.get("inputs"))
+        state.root.hooks.after_backward(state, list(roots), kwargs.get("inputs"))
     if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
         return None
     return result
@@ -213,11 +221,6 @@ def run_or_record(op: Op, args: tuple, kwargs: dict, meta: Any) -> Any:
     if current() is None:
         return op.target(*args, **kwargs)
     return record_with_meta(op, args, kwargs, meta)
-
-
-def call_python(fn: Callable, *args: Any) -> Any:
-    """Record a call of a plain Python function on run-time Python numbers (e.g. `len(range(a, b))`)."""
-    return record(fn, args, {})
 
 
 def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value], pattern: Any) -> None:
@@ -377,16 +380,17 @@ class TracingMode(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", None) == "grad" \
-                and current() is not None and not isinstance(args[0], Traced):
-            return grads.write(current(), args[0], args[1])  # `p.grad = g`: when the graph runs
+                and current() is not None and not isinstance(args[0], Traced) \
+                and current().root.hooks.write_grad is not None:
+            return current().root.hooks.write_grad(current(), args[0], args[1])  # `p.grad = g`: when the graph runs
         if _contains_graph(args) or _contains_graph(kwargs):
             return handle_graph_call(func, args, kwargs)
         if name == "__get__":
             owner = getattr(func, "__self__", None)
             attr = getattr(owner, "__name__", None)
             state = current()
-            if attr == "grad" and state is not None:
-                return grads.read(state, args[0])  # the gradient when the graph reaches this read
+            if attr == "grad" and state is not None and state.root.hooks.read_grad is not None:
+                return state.root.hooks.read_grad(state, args[0])  # the gradient when the graph reaches this read
             if attr not in ("T", "mT", "H", "mH", "real", "imag", "data"):
                 return func(*args, **kwargs)
         elif name in RUN_NOW:

@@ -397,9 +397,6 @@ class SymbolTable:
             return state.resolve(value)
         raise AssertionError(f"bug in torch_autograph: the symbol {symbol} has no source in this trace")
 
-    def source_of(self, sym: Any) -> Any:
-        return self.sources.get(_symbol_of(sym))
-
     # ----- checks ------------------------------------------------------------------------------------
     def guard_checker(self, inputs: list[Value]) -> "Callable[[list[torch.Tensor]], str | None] | None":
         """A function of the call's placeholder tensors that names the first broken size assumption, or
@@ -423,33 +420,6 @@ def _quiet_hint_logs() -> None:
 class _HintLogFilter:
     def filter(self, record: Any) -> bool:
         return not str(record.msg).startswith("propagate_real_tensors")
-
-
-class _DimSource:
-    """The `Source` ShapeEnv wants for a backed symbol: names it after the argument (`x.size(0)`)."""
-
-    def __new__(cls, arg: str, dim: int) -> Any:
-        from torch._guards import GuardSource, Source
-
-        global _DimSourceClass
-        if _DimSourceClass is None:
-            @dataclasses.dataclass(frozen=True)
-            class DimSource(Source):
-                arg: str
-                dim: int
-
-                @property
-                def name(self) -> str:  # a property in this torch (a method in older ones)
-                    return f"{self.arg}.size({self.dim})"
-
-                def guard_source(self) -> Any:
-                    return GuardSource.LOCAL
-
-            _DimSourceClass = DimSource
-        return _DimSourceClass(arg, dim)
-
-
-_DimSourceClass: Any = None
 
 
 def _is_bool_symbol(expr: Any) -> bool:

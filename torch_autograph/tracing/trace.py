@@ -86,7 +86,7 @@ class TraceState:
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
-        self.grads: Any = None  # the root's grads.GradTracker, once traced code touches `.grad`
+        self.grads: Any = None  # what the `.grad` plug-ins (TraceHooks.read_grad, ...) keep per root trace
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         # Traced from a signature alone but backed: the hint size of each None dim (see pipeline.SPEC_HINT).
         self.spec_hint: int | None = None if parent is None else parent.spec_hint

@@ -1,4 +1,4 @@
-"""Shape inference for torch's RNN cells (`lstm_cell`, `gru_cell`, `rnn_tanh_cell`, `rnn_relu_cell`).
+"""Shape inference for torch's RNN cells, as the trace's special calls (`lstm_cell`, `gru_cell`, `rnn_tanh_cell`, `rnn_relu_cell`).
 
 Their C++ implementations read the sizes of their tensors as plain integers
 (`unsafe_chunk` of the gates asks for `sizes()`), which on a fake tensor with a
@@ -11,10 +11,13 @@ runs torch's own cell, which checks its arguments when it runs.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from ..tracing import record_inferred_by
 
 
 def _symbolic(*tensors: Any) -> bool:
@@ -60,6 +63,7 @@ def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b
     return (gi + gh).relu()
 
 
-# torch's cell -> the function its shape inference runs instead.
-META_FUNCTIONS = {torch.lstm_cell: lstm_cell, torch.gru_cell: gru_cell, torch.rnn_tanh_cell: rnn_tanh_cell,
-                   torch.rnn_relu_cell: rnn_relu_cell}
+# torch's cell -> its handler: recorded as any torch call, its outputs' metadata from the cell written above.
+SPECIAL_CALLS = {cell: functools.partial(record_inferred_by, infer) for cell, infer in (
+    (torch.lstm_cell, lstm_cell), (torch.gru_cell, gru_cell), (torch.rnn_tanh_cell, rnn_tanh_cell),
+    (torch.rnn_relu_cell, rnn_relu_cell))}

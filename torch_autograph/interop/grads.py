@@ -28,9 +28,7 @@ import torch
 
 from ..errors import InvalidArgumentError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind
-from .context import current
-from .locations import user_location
-from .meta import meta_example
+from ..tracing import current, meta_example, user_location
 
 _UNKNOWN, _NONE, _DEFINED = "unknown", "none", "defined"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..graph import fits
+from .walkers import fits
 
 _MAX_DIM = 2 ** 63 - 1
 
