@@ -130,3 +130,23 @@ def test_a_python_list_the_guarded_rest_grows_is_refused_at_the_loop():
     with pytest.raises(StateEffectError, match=rf"LOG grows or shrinks .*test_range_rest.py:{line}"):
         ta.function(logs_each_element)(torch.ones(2), torch.tensor(0.0))
     assert LOG == [0]  # the first element ran as Python, as eagerly; nothing of the traces stayed
+
+
+def caches_each_element(x, t):
+    cache = {"k": torch.zeros(0, 2)}
+    for _ in range(len(LAYERS)):
+        cache["k"] = torch.cat([cache["k"], x[None]])  # an entry the rest's loop carries: its length grows
+        x = LAYERS[cache["k"].shape[0] - 1](x)  # ... and the body needs that length as a Python int
+        if x.sum() > t:
+            break
+    return x, cache["k"]
+
+
+def test_a_body_that_reads_a_growing_size_as_a_python_int_is_refused_at_its_line():
+    # The graph loop would carry `cache["k"]` with a symbolic length, which the body reads as a Python int (an
+    # index); the guarded copies merge two lengths per `if`. No graph can take that decision: a clear error at
+    # the line that reads it (before: an internal "loop variable types did not settle").
+    line = caches_each_element.__code__.co_firstlineno + 4
+    for t in [-10.0, 1e6]:
+        with pytest.raises(ta.errors.OperatorNotAllowedInGraphError, match=rf"test_range_rest.py:{line}"):
+            ta.function(caches_each_element)(torch.ones(2), torch.tensor(t))

@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .. import nest
+from .. import errors, nest
 from ..graph import (
     Effect,
     Graph,
@@ -239,6 +239,13 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
         refined.update(result.refined)
         inferred.update(result.inferred)
         for k, shape in result.relax.items():
+            if leaf_invariants.get(k) == shape:
+                # Traced with those dims symbolic, the body gave them back fixed: it reads them as Python
+                # numbers (an index, a Python `if`), which a graph loop knows only when it runs.
+                raise errors.OperatorNotAllowedInGraphError(
+                    f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
+                    f"{where(origin)}, and the body reads its size {shape_words(shape)} as a Python number, which "
+                    f"a graph loop knows only when it runs")
             leaf_invariants[k] = shape
             state.root.notes.append(
                 f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
