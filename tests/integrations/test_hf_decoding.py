@@ -100,9 +100,9 @@ _SLOW = [pytest.mark.slow]  # about 15 s each on 2 cores: `make test` runs the l
     pytest.param(_qwen2, 1, id="qwen2-1", marks=_SLOW),
     pytest.param(_qwen2, 2, id="qwen2-2", marks=_SLOW),
     pytest.param(_mistral, 2, id="mistral-2", marks=_SLOW + [pytest.mark.xfail(strict=True, reason=(
-        "the sliding-window cache layer crops its keys to the window: the rest-of-range graph loop fails in SDPA "
-        "(a size it must compare with the mask's is known only when the graph runs), and the guarded copies "
-        "it falls back to then read a cache tensor of an ended `if` (InaccessibleTensorError: a bug)"))]),
+        "the sliding-window cache layer crops its keys to the window while the mask grows: SDPA must compare "
+        "the mask's length, known only when the graph runs, with the window's (NeedsSizeError), in the graph "
+        "loop for the rest of the range and in the guarded copies it falls back to"))]),
 ])
 def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, batch):
     torch.manual_seed(0)

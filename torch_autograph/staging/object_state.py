@@ -171,8 +171,6 @@ class Objects:
         """Put back what a sub-trace set to graph values; after one that raised (`abandoned`: a caller may trace
         the code again another way), everything it changed."""
         changed = (lambda o, n: o is not n) if abandoned else _carriable
-        for slot, v in zip(self.carried, self.initial):
-            slot.set(v)
         for obj, kind, _, old in before:
             new = _contents(obj, kind)
             if kind == "list":
@@ -192,6 +190,9 @@ class Objects:
                         del vars(obj)[k]
                     else:
                         del obj[k]
+        # Last: `before` saw the carried entries holding the sub-trace's inputs, which end with it too.
+        for slot, v in zip(self.carried, self.initial):
+            slot.set(v)
 
     def _refuse(self, what: str) -> None:
         o = self.origin
