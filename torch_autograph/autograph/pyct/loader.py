@@ -9,11 +9,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import linecache
+import sys
 import types
 from typing import Any, Optional
 
-# Nodes whose lines origin info maps: statements and except clauses.
-_OWNER_CLASSES = frozenset(c for c in vars(ast).values() if isinstance(c, type)
+import gast
+
+from torch_autograph.autograph.pyct import ast_gast
+
+# Nodes whose lines origin info maps: statements and except clauses (of ast, and of gast written directly).
+_OWNER_CLASSES = frozenset(c for module in (ast, gast) for c in vars(module).values() if isinstance(c, type)
                            and issubclass(c, (ast.stmt, ast.excepthandler)))
 
 
@@ -89,21 +94,92 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
         return owners
 
 
-def unparse(tree: ast.AST) -> str:
-    """Source text of `tree`, compact: no blank lines between statements."""
-    if _CompactUnparser.__bases__ == (object,):  # no private unparser in this Python
-        return ast.unparse(tree)
-    return _CompactUnparser().visit(tree)
+# gast classes whose unparsing reads what gast spells differently (parameters as Names, an except clause's
+# name as a Name) or tests a child's class against ast's: their subtrees (small) are written from an ast copy.
+_ABSENT = object()
+_FROM_AST = frozenset({gast.arguments, gast.ExceptHandler, gast.Attribute, gast.Subscript, gast.AnnAssign,
+                       gast.JoinedStr, gast.FormattedValue})
+# gast class -> its optional fields, which the ast class reads as None when a node lacks them and gast does not.
+_OPTIONAL = {g: fields for g, a in ast_gast.counterparts().items()
+             if (fields := tuple(f for f in g._fields if getattr(a, f, _ABSENT) is None))}
+_DOCSTRING_OWNERS = (ast.AsyncFunctionDef, ast.FunctionDef, ast.ClassDef, ast.Module,
+                     gast.AsyncFunctionDef, gast.FunctionDef, gast.ClassDef, gast.Module)
 
 
-def unparse_with_origins(tree: ast.AST) -> tuple[str, dict[int, int]]:
-    """`unparse(tree)`, and {line of the text: `lineno` of the statement written there}.
+class _GastUnparser(_CompactUnparser):
+    """`_CompactUnparser` writing a gast tree directly (Python 3.11), with the text and owners its ast copy gets.
+
+    gast nodes have ast's class names and fields but for a few (`_FROM_AST`), which are written from their
+    ast copy, as is a node lacking an optional field; the class tests of `if`/`elif` chains and docstrings
+    take gast's classes too. Writing the tree as it is saves copying it as ast, a tenth of a conversion.
+    """
+
+    _visitors: dict = {}  # its own: it overrides visit methods
+
+    def traverse(self, node: Any) -> None:
+        cls = node.__class__
+        if cls in _FROM_AST:
+            node = ast_gast.gast_to_ast(node)
+        else:
+            optional = _OPTIONAL.get(cls)
+            if optional is not None:
+                d = node.__dict__
+                for field in optional:
+                    if field not in d:
+                        node = ast_gast.gast_to_ast(node)
+                        break
+        super().traverse(node)
+
+    def get_raw_docstring(self, node: Any) -> Any:
+        # ast._Unparser.get_raw_docstring, for either tree.
+        if not isinstance(node, _DOCSTRING_OWNERS) or len(node.body) < 1:
+            return None
+        node = node.body[0]
+        if not isinstance(node, (ast.Expr, gast.Expr)):
+            return None
+        node = node.value
+        if isinstance(node, (ast.Constant, gast.Constant)) and isinstance(node.value, str):
+            return node
+        return None
+
+    def visit_If(self, node: Any) -> None:
+        # ast._Unparser.visit_If, for either tree: nested ifs collapse into `elif`s.
+        self.fill("if ")
+        self.traverse(node.test)
+        with self.block():
+            self.traverse(node.body)
+        while node.orelse and len(node.orelse) == 1 and isinstance(node.orelse[0], (ast.If, gast.If)):
+            node = node.orelse[0]
+            self.fill("elif ")
+            self.traverse(node.test)
+            with self.block():
+                self.traverse(node.body)
+        if node.orelse:
+            self.fill("else")
+            with self.block():
+                self.traverse(node.orelse)
+
+
+_GAST_DIRECT = sys.version_info[:2] == (3, 11) and _CompactUnparser.__bases__ != (object,)
+
+
+def unparse(tree: Any) -> str:
+    """Source text of `tree` (ast or gast), compact: no blank lines between statements."""
+    return unparse_with_origins(tree)[0]
+
+
+def unparse_with_origins(tree: Any) -> tuple[str, dict[int, int]]:
+    """`unparse(tree)` (ast or gast), and {line of the text: `lineno` of the statement written there}.
 
     Every line belongs to the innermost statement (with a `lineno`) that
     wrote it: a compound statement owns its header and `else:` lines, a
     statement spanning lines (a docstring) all of its lines.
     """
-    unparser = _CompactUnparser()
+    if not _GAST_DIRECT and ast_gast.is_gast(tree):
+        tree = ast_gast.gast_to_ast(tree)
+    if _CompactUnparser.__bases__ == (object,):  # no private unparser in this Python
+        return ast.unparse(tree), {}
+    unparser = _GastUnparser() if _GAST_DIRECT else _CompactUnparser()
     return unparser.visit(tree), unparser.line_owners()
 
 
