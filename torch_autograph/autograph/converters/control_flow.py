@@ -85,7 +85,7 @@ _Static = anno.Static
 
 
 class _ControlFlowTransformer(transformer.Transformer):
-    def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef):
+    def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef, captured: tuple[set, set]):
         self.ctx = ctx
         # Parameters of the generated function immediately enclosing the
         # statement being converted: bound there, so no Undefined init. (Only
@@ -99,7 +99,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         self.globals: set = set()
         self.nonlocals: set = set()
         # Names a nested def or lambda reads or assigns (`nonlocal`): see `_write_through`.
-        read, written = activity.captured_by_nested_scopes(fn)
+        read, written = captured
         self.captured = frozenset(read | written)
         self.closure_writes = frozenset(written)
         for n in transformer.walk_statements(fn.body):
@@ -480,8 +480,9 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     shares it); liveness runs here, on the tree as it is now.
     """
     try_statements.guard_else(fn, ctx)
-    liveness.analyze(fn)
-    t = _ControlFlowTransformer(ctx, fn)
+    captured = activity.captured_by_nested_scopes(fn)
+    liveness.analyze(fn, captured)
+    t = _ControlFlowTransformer(ctx, fn, captured)
     new_body = []
     for s in fn.body:
         r = t.visit(s)

@@ -7,6 +7,7 @@ maps each of its lines to the user's.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import linecache
 import sys
@@ -20,6 +21,29 @@ from torch_autograph.autograph.pyct import ast_gast
 # Nodes whose lines origin info maps: statements and except clauses (of ast, and of gast written directly).
 _OWNER_CLASSES = frozenset(c for module in (ast, gast) for c in vars(module).values() if isinstance(c, type)
                            and issubclass(c, (ast.stmt, ast.excepthandler)))
+
+
+class _Closer:
+    """The end of a `block` or `delimit` of `_CompactUnparser`: what ast._Unparser's generator-based context
+    managers do after their `yield`, without a generator for each of the many brackets and blocks."""
+
+    __slots__ = ("unparser", "end")
+
+    def __init__(self, unparser: Any, end: Optional[str]) -> None:
+        self.unparser, self.end = unparser, end  # end None: a block (dedent)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:  # as after a generator's `yield`: skipped when the body raised
+            if self.end is None:
+                self.unparser._indent -= 1
+            else:
+                self.unparser.write(self.end)
+
+
+_NO_DELIMITERS = contextlib.nullcontext()
 
 
 class _CompactUnparser(getattr(ast, "_Unparser", object)):
@@ -71,6 +95,21 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
         # The helper opens with an extra maybe_newline() (the blank line) before fill().
         self._skip_blank = True
         super()._function_helper(node, fill_suffix)
+
+    def block(self, *, extra: Optional[str] = None) -> _Closer:
+        # ast._Unparser.block: ':' (and `extra`), then the indented body.
+        self.write(":")
+        if extra:
+            self.write(extra)
+        self._indent += 1
+        return _Closer(self, None)
+
+    def delimit(self, start: str, end: str) -> _Closer:
+        self.write(start)
+        return _Closer(self, end)
+
+    def delimit_if(self, start: str, end: str, condition: bool) -> Any:
+        return self.delimit(start, end) if condition else _NO_DELIMITERS
 
     def maybe_newline(self) -> None:
         if self._skip_blank:

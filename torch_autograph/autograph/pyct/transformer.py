@@ -175,15 +175,18 @@ class Transformer:
     walking, so this matters.
     """
 
-    _method_cache: dict = {}
+    _methods: dict = {}  # node class -> this class's visit method for it (each subclass has its own)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
 
     def visit(self, node: gast.AST) -> Any:
-        key = (self.__class__, node.__class__)
-        method = Transformer._method_cache.get(key)
+        method = self._methods.get(node.__class__)
         if method is None:
-            method = getattr(self.__class__, "visit_" + node.__class__.__name__, None) or \
-                self.__class__.generic_visit
-            Transformer._method_cache[key] = method
+            cls = self.__class__
+            method = cls._methods[node.__class__] = (getattr(cls, "visit_" + node.__class__.__name__, None)
+                                                     or cls.generic_visit)
         return method(self, node)
 
     def generic_visit(self, node: gast.AST) -> gast.AST:
