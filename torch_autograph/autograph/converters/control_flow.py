@@ -84,7 +84,7 @@ from torch_autograph.autograph.pyct import activity, anno, liveness, templates, 
 _Static = anno.Static
 
 
-class _ControlFlowTransformer(transformer.Transformer):
+class _ControlFlowTransformer(transformer.StatementTransformer):
     def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef, captured: tuple[set, set]):
         self.ctx = ctx
         # Parameters of the generated function immediately enclosing the
@@ -110,21 +110,6 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
         return node  # converted on its own, before its parent
-
-    def generic_visit(self, node: gast.AST) -> gast.AST:
-        # Control flow statements sit only in statement blocks: expressions are not entered.
-        for field in transformer.BLOCK_FIELDS:
-            block = getattr(node, field, None)
-            if type(block) is list:
-                new = []
-                for s in block:
-                    r = self.visit(s)
-                    if type(r) is list:
-                        new.extend(r)
-                    else:
-                        new.append(r)
-                block[:] = new
-        return node
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
 

@@ -211,6 +211,28 @@ class Transformer:
         return node
 
 
+class StatementTransformer(Transformer):
+    """A Transformer that enters statement blocks only (bodies, `else:`/`finally:` blocks, except clauses,
+    match cases), never expressions: for rewrites of statements, which no expression holds."""
+
+    def generic_visit(self, node: gast.AST) -> gast.AST:
+        d = node.__dict__
+        for field in BLOCK_FIELDS:
+            block = d.get(field)
+            if block.__class__ is list:
+                new = []
+                for s in block:
+                    r = self.visit(s)
+                    if r is None:
+                        continue
+                    if r.__class__ is list:
+                        new.extend(r)
+                    else:
+                        new.append(r)
+                block[:] = new
+        return node
+
+
 class Visitor(Transformer):
     """A read-only walk with the same dispatch (visit_* methods return nothing)."""
 
