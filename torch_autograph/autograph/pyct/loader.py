@@ -21,6 +21,14 @@ from torch_autograph.autograph.pyct import ast_gast
 # Nodes whose lines origin info maps: statements and except clauses (of ast, and of gast written directly).
 _OWNER_CLASSES = frozenset(c for module in (ast, gast) for c in vars(module).values() if isinstance(c, type)
                            and issubclass(c, (ast.stmt, ast.excepthandler)))
+# gast classes whose unparsing reads what gast spells differently (parameters as Names, an except clause's
+# name as a Name) or tests a child's class against ast's: their subtrees (small) are written from an ast copy.
+_FROM_AST = frozenset({gast.arguments, gast.ExceptHandler, gast.Subscript, gast.AnnAssign,
+                       gast.JoinedStr, gast.FormattedValue})
+# gast class -> its optional fields, which the ast class reads as None when a node lacks them and gast does not.
+_ABSENT = object()
+_OPTIONAL = {g: fields for g, a in ast_gast.counterparts().items()
+             if (fields := tuple(f for f in g._fields if getattr(a, f, _ABSENT) is None))}
 
 
 class _Closer:
@@ -63,12 +71,25 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
         self._starts: list = []  # (index in self._source where a line starts, owner)
 
     def traverse(self, node: Any) -> None:
-        # ast._Unparser.traverse + NodeVisitor.visit in one frame, noting statement owners.
+        # ast._Unparser.traverse + NodeVisitor.visit in one frame, noting statement owners. A gast node that
+        # must be written from its ast copy (see `_GastUnparser`) is swapped for it here.
         cls = node.__class__
         if cls is list:
             for item in node:
                 self.traverse(item)
             return
+        if cls in _FROM_AST:
+            node = ast_gast.gast_to_ast(node)
+            cls = node.__class__
+        else:
+            optional = _OPTIONAL.get(cls)
+            if optional is not None:
+                d = node.__dict__
+                for field in optional:
+                    if field not in d:
+                        node = ast_gast.gast_to_ast(node)
+                        cls = node.__class__
+                        break
         visit = self._visitors.get(cls)
         if visit is None:
             visit = self._visitors[cls] = getattr(type(self), "visit_" + cls.__name__,
@@ -123,7 +144,7 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
         pieces, line, done, owner = self._source, 1, 0, None
         for index, next_owner in self._starts + [(len(pieces), None)]:
             # The lines of pieces[done:index] belong to `owner`; each newline there ends one.
-            newlines = sum(p.count("\n") for p in pieces[done:index])
+            newlines = "".join(pieces[done:index]).count("\n")
             if index == len(pieces):
                 newlines += 1  # the last line has no newline of its own
             if owner is not None:
@@ -133,14 +154,6 @@ class _CompactUnparser(getattr(ast, "_Unparser", object)):
         return owners
 
 
-# gast classes whose unparsing reads what gast spells differently (parameters as Names, an except clause's
-# name as a Name) or tests a child's class against ast's: their subtrees (small) are written from an ast copy.
-_ABSENT = object()
-_FROM_AST = frozenset({gast.arguments, gast.ExceptHandler, gast.Attribute, gast.Subscript, gast.AnnAssign,
-                       gast.JoinedStr, gast.FormattedValue})
-# gast class -> its optional fields, which the ast class reads as None when a node lacks them and gast does not.
-_OPTIONAL = {g: fields for g, a in ast_gast.counterparts().items()
-             if (fields := tuple(f for f in g._fields if getattr(a, f, _ABSENT) is None))}
 _DOCSTRING_OWNERS = (ast.AsyncFunctionDef, ast.FunctionDef, ast.ClassDef, ast.Module,
                      gast.AsyncFunctionDef, gast.FunctionDef, gast.ClassDef, gast.Module)
 
@@ -149,25 +162,12 @@ class _GastUnparser(_CompactUnparser):
     """`_CompactUnparser` writing a gast tree directly (Python 3.11), with the text and owners its ast copy gets.
 
     gast nodes have ast's class names and fields but for a few (`_FROM_AST`), which are written from their
-    ast copy, as is a node lacking an optional field; the class tests of `if`/`elif` chains and docstrings
-    take gast's classes too. Writing the tree as it is saves copying it as ast, a tenth of a conversion.
+    ast copy, as is a node lacking an optional field; the class tests of `if`/`elif` chains, docstrings and
+    attributes of int literals take gast's classes too. Writing the tree as it is saves copying it as ast,
+    a tenth of a conversion.
     """
 
     _visitors: dict = {}  # its own: it overrides visit methods
-
-    def traverse(self, node: Any) -> None:
-        cls = node.__class__
-        if cls in _FROM_AST:
-            node = ast_gast.gast_to_ast(node)
-        else:
-            optional = _OPTIONAL.get(cls)
-            if optional is not None:
-                d = node.__dict__
-                for field in optional:
-                    if field not in d:
-                        node = ast_gast.gast_to_ast(node)
-                        break
-        super().traverse(node)
 
     def get_raw_docstring(self, node: Any) -> Any:
         # ast._Unparser.get_raw_docstring, for either tree.
@@ -180,6 +180,15 @@ class _GastUnparser(_CompactUnparser):
         if isinstance(node, (ast.Constant, gast.Constant)) and isinstance(node.value, str):
             return node
         return None
+
+    def visit_Attribute(self, node: Any) -> None:
+        # ast._Unparser.visit_Attribute, for either tree: `3 .real`, as `3.real` does not parse.
+        self.set_precedence(ast._Precedence.ATOM, node.value)
+        self.traverse(node.value)
+        if isinstance(node.value, (ast.Constant, gast.Constant)) and isinstance(node.value.value, int):
+            self.write(" ")
+        self.write(".")
+        self.write(node.attr)
 
     def visit_If(self, node: Any) -> None:
         # ast._Unparser.visit_If, for either tree: nested ifs collapse into `elif`s.
