@@ -158,7 +158,7 @@ def parse_entity(f: Callable) -> ParsedEntity:
     if f.__name__ == "<lambda>":
         return ParsedEntity(_find_lambda(f, filename), filename, f.__name__)
     tree = None
-    found = _definition_lines(f)
+    found = _definition_lines(f) if isinstance(f, types.FunctionType) else None
     if found is not None:
         first_lineno = found[1]
         try:
