@@ -10,9 +10,10 @@ import gast
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
 
 # Fields that never hold a node worth visiting: identifiers, flags, and the
-# context/operator leaves (`ctx`, `op`, `ops`), which carry no data.
+# context/operator leaves (`ctx`, `op`, `ops`), which carry no data. (`names` is
+# not one: an import's names are `alias` nodes, which bind names.)
 _SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "type_comment", "kind",
-                            "conversion", "is_async", "level", "module", "names"})
+                            "conversion", "is_async", "level", "module"})
 NODE_FIELDS: dict = {
     cls: tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
     for cls in vars(gast).values() if isinstance(cls, type) and issubclass(cls, gast.AST)}
