@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import linecache
 import textwrap
 
 import gast
@@ -11,6 +12,7 @@ import pytest
 from torch_autograph.autograph.pyct import (
     activity,
     anno,
+    ast_gast,
     liveness,
     loader,
     naming,
@@ -60,6 +62,67 @@ def test_parse_entity_without_source():
         parser.parse_entity(ns["f"])
     with pytest.raises(parser.SourceNotFoundError):
         parser.parse_entity(len)
+
+
+_LAYOUTS = '''
+@deco(
+    1,
+)
+@deco(2)
+def decorated(x):
+    return x
+
+def signature_over_lines(
+    x,
+):
+    return x
+
+def string_at_column_0(x):
+    s = """
+not code
+"""
+    return s
+
+def backslash(x):
+    y = x + \\
+1
+    return y
+
+def trailing_comments(x):
+    return x
+# a comment after the function
+
+    # an indented one
+def one_liner(x): return x
+
+class Host:
+    def method(self, x):
+        if x:
+            return x
+        return -x
+    @staticmethod
+    def static(x):
+        return x
+'''
+
+
+@pytest.mark.parametrize("name", ["decorated", "signature_over_lines", "string_at_column_0", "backslash",
+                                  "trailing_comments", "one_liner", "Host.method", "Host.static"])
+def test_parse_entity_finds_the_whole_definition(name):
+    # The definition's end is found by indentation where that is plain, else by inspect: always the
+    # whole def, as the module's own parse has it, at the user's lines.
+    filename = f"<layouts {name}>"
+    linecache.cache[filename] = (len(_LAYOUTS), None, _LAYOUTS.splitlines(True), filename)
+    ns = {"deco": lambda *_: (lambda f: f)}
+    exec(compile(_LAYOUTS, filename, "exec"), ns)  # noqa: S102
+    fn = ns[name] if "." not in name else vars(ns["Host"])[name.split(".")[1]]
+    fn = getattr(fn, "__func__", fn)
+    expected = [n for n in ast.walk(ast.parse(_LAYOUTS)) if isinstance(n, ast.FunctionDef)
+                and n.name == name.split(".")[-1]][0]
+    expected.decorator_list = []
+    parsed = parser.parse_entity(fn).node
+    assert ast.dump(ast_gast.gast_to_ast(parsed)) == ast.dump(expected)
+    assert (parsed.lineno, parsed.end_lineno) == (expected.lineno, expected.end_lineno)
 
 
 # -- templates / naming / qual_names ----------------------------------------------

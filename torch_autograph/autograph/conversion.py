@@ -34,7 +34,6 @@ from torch_autograph.autograph.converters import (
     variables,
 )
 from torch_autograph.autograph.pyct import (
-    ast_gast,
     loader,
     naming,
     origin_info,
@@ -176,7 +175,7 @@ def staged_source(fn: types.FunctionType) -> str:
         parser.SourceNotFoundError, errors.ConversionError.
     """
     parsed, node, _ = _converted_tree(fn, dual_path=False)
-    text, _ = loader.unparse_with_origins(ast_gast.gast_to_ast(node))
+    text, _ = loader.unparse_with_origins(node)
     return _provenance(fn, parsed) + "\n" + text + "\n"
 
 
@@ -191,7 +190,7 @@ def convert_entity(fn: types.FunctionType, ag_module: Any) -> ConvertedEntity:
     name = ctx.function_name
     factory_name = ctx.namer.new_symbol("create_converted_entity")
     params = ", ".join(["ag__", *code.co_freevars])
-    function_text, owners = loader.unparse_with_origins(ast_gast.gast_to_ast(node))
+    function_text, owners = loader.unparse_with_origins(node)
     provenance = _provenance(fn, parsed)
     # The function's text indented into a factory whose parameters are its free
     # variables (only docstring bodies could differ, and __doc__ is restored).

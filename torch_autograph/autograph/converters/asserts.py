@@ -11,7 +11,7 @@ import gast
 from torch_autograph.autograph.pyct import templates, transformer
 
 
-class _AssertTransformer(transformer.Transformer):
+class _AssertTransformer(transformer.StatementTransformer):
     def visit_Assert(self, node: gast.Assert) -> gast.stmt:
         if node.msg is None:
             new = templates.replace("ag__.assert_stmt(test)", test=node.test)

@@ -21,7 +21,7 @@ from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import anno, transformer
 
 
-class _BreakTransformer(transformer.Transformer):
+class _BreakTransformer(transformer.StatementTransformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

@@ -16,7 +16,7 @@ from torch_autograph.autograph.converters import jumps
 from torch_autograph.autograph.pyct import transformer
 
 
-class _ContinueTransformer(transformer.Transformer):
+class _ContinueTransformer(transformer.StatementTransformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

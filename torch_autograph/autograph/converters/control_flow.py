@@ -84,8 +84,8 @@ from torch_autograph.autograph.pyct import activity, anno, liveness, templates, 
 _Static = anno.Static
 
 
-class _ControlFlowTransformer(transformer.Transformer):
-    def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef):
+class _ControlFlowTransformer(transformer.StatementTransformer):
+    def __init__(self, ctx: transformer.ConversionContext, fn: gast.FunctionDef, captured: tuple[set, set]):
         self.ctx = ctx
         # Parameters of the generated function immediately enclosing the
         # statement being converted: bound there, so no Undefined init. (Only
@@ -99,7 +99,7 @@ class _ControlFlowTransformer(transformer.Transformer):
         self.globals: set = set()
         self.nonlocals: set = set()
         # Names a nested def or lambda reads or assigns (`nonlocal`): see `_write_through`.
-        read, written = activity.captured_by_nested_scopes(fn)
+        read, written = captured
         self.captured = frozenset(read | written)
         self.closure_writes = frozenset(written)
         for n in transformer.walk_statements(fn.body):
@@ -110,21 +110,6 @@ class _ControlFlowTransformer(transformer.Transformer):
 
     def visit_FunctionDef(self, node: gast.FunctionDef) -> gast.FunctionDef:
         return node  # converted on its own, before its parent
-
-    def generic_visit(self, node: gast.AST) -> gast.AST:
-        # Control flow statements sit only in statement blocks: expressions are not entered.
-        for field in transformer.BLOCK_FIELDS:
-            block = getattr(node, field, None)
-            if type(block) is list:
-                new = []
-                for s in block:
-                    r = self.visit(s)
-                    if type(r) is list:
-                        new.extend(r)
-                    else:
-                        new.append(r)
-                block[:] = new
-        return node
 
     visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
 
@@ -480,8 +465,9 @@ def transform(fn: gast.FunctionDef, ctx: transformer.ConversionContext) -> None:
     shares it); liveness runs here, on the tree as it is now.
     """
     try_statements.guard_else(fn, ctx)
-    liveness.analyze(fn)
-    t = _ControlFlowTransformer(ctx, fn)
+    captured = activity.captured_by_nested_scopes(fn)
+    liveness.analyze(fn, captured)
+    t = _ControlFlowTransformer(ctx, fn, captured)
     new_body = []
     for s in fn.body:
         r = t.visit(s)

@@ -64,7 +64,7 @@ def _options(call: gast.Call, ctx: transformer.ConversionContext) -> dict:
     return options
 
 
-class _DirectivesTransformer(transformer.Transformer):
+class _DirectivesTransformer(transformer.StatementTransformer):
     def __init__(self, ctx: transformer.ConversionContext):
         self.ctx = ctx
 

@@ -26,7 +26,10 @@ _SCOPES = transformer.FUNCTION_NODES + (gast.ClassDef, gast.Lambda)
 
 
 def contains(node: gast.AST, jump: type, enter_loops: bool) -> bool:
-    """True if `node` holds a `jump` that belongs to the current loop (or function)."""
+    """True if statement `node` holds a `jump` that belongs to the current loop (or function).
+
+    Jumps are statements: only statement blocks are searched, not expressions.
+    """
     todo = [node]
     while todo:
         n = todo.pop()
@@ -37,7 +40,11 @@ def contains(node: gast.AST, jump: type, enter_loops: bool) -> bool:
         if isinstance(n, _LOOPS) and not enter_loops and n is not node:
             todo.extend(n.orelse)  # a jump in a loop's else belongs to the outer loop
             continue
-        todo.extend(transformer.iter_children(n))
+        d = n.__dict__
+        for field in transformer.BLOCK_FIELDS:
+            block = d.get(field)
+            if block.__class__ is list:
+                todo.extend(block)
     return False
 
 

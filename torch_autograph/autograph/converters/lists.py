@@ -94,7 +94,7 @@ def _local_names(fn: gast.AST) -> set[str]:
             declared.update(node.names)
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             names.add(node.id)
-        stack.extend(gast.iter_child_nodes(node))
+        stack.extend(transformer.iter_children(node))
     return names - declared
 
 

@@ -30,6 +30,11 @@ _LOCATION = ("lineno", "col_offset", "end_lineno", "end_col_offset")
 # Leaves: no fields, no location (contexts, operators).
 _LEAF_BASES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 _WITH_TYPE_PARAMS = frozenset({"FunctionDef", "AsyncFunctionDef", "ClassDef"})
+# Fields holding leaves (`ctx=Load()`, `op=Add()`, `ops=[Lt()]`); fields that hold no node in any class.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_SCALAR_FIELDS = frozenset({"id", "attr", "arg", "asname", "module", "level", "type_comment", "kind",
+                            "conversion", "is_async", "simple", "tag", "lineno"})
+_AST = ast.AST
 
 
 def _class_table(source_module: Any, target_module: Any) -> dict:
@@ -44,20 +49,39 @@ def _class_table(source_module: Any, target_module: Any) -> dict:
     return table
 
 
+def _plans(table: dict) -> dict:
+    """source class -> (target class, fields that may hold nodes, fields that hold leaves), for each non-leaf.
+
+    Identifier and flag fields are left out: they never hold a node.
+    """
+    return {cls: (target, tuple(f for f in cls._fields if f not in _SCALAR_FIELDS and f not in _LEAF_FIELDS),
+                  tuple(f for f in cls._fields if f in _LEAF_FIELDS))
+            for cls, target in table.items() if target.__class__ is type}
+
+
 _TO_GAST = _class_table(ast, gast) if _FAST else {}
 _TO_AST = _class_table(gast, ast) if _FAST else {}
+_TO_GAST_PLANS = _plans(_TO_GAST)
+_TO_AST_PLANS = _plans(_TO_AST)
 
 
-def _copy_fields(node: Any, cls: type, convert: Any) -> Any:
-    """A `cls` node with `node`'s attributes, its child fields converted."""
+def _copy_fields(node: Any, plan: tuple, convert: Any, leaves: dict) -> Any:
+    """A node of `plan`'s class with `node`'s attributes, its child fields converted (leaves: shared ones)."""
+    cls, fields, leaf_fields = plan
     d = node.__dict__.copy()
     d.pop(anno.ANNO_ATTR, None)  # annotations stay behind
-    for field in node._fields:
+    for field in fields:
         value = d.get(field)
         if value.__class__ is list:
-            d[field] = [convert(v) if isinstance(v, ast.AST) else v for v in value]
-        elif isinstance(value, ast.AST):
+            d[field] = [convert(v) if isinstance(v, _AST) else v for v in value]
+        elif isinstance(value, _AST):
             d[field] = convert(value)
+    for field in leaf_fields:
+        value = d.get(field)
+        if value.__class__ is list:
+            d[field] = [leaves[v.__class__] for v in value]
+        elif value is not None:
+            d[field] = leaves[value.__class__]
     new = cls.__new__(cls)
     new.__dict__ = d
     return new
@@ -83,10 +107,10 @@ def _to_gast(node: ast.AST) -> gast.AST:
                                  gast.Name(node.name, gast.Store(), None, None),
                                  [_to_gast(s) for s in node.body])
         return _location(new, node)
-    target = _TO_GAST[t]
-    if target.__class__ is not type:
-        return target  # a shared leaf
-    new = _copy_fields(node, target, _to_gast)
+    plan = _TO_GAST_PLANS.get(t)
+    if plan is None:
+        return _TO_GAST[t]  # a shared leaf
+    new = _copy_fields(node, plan, _to_gast, _TO_GAST)
     if t.__name__ in _WITH_TYPE_PARAMS:
         new.type_params = []
     return new
@@ -105,12 +129,12 @@ def _to_ast(node: gast.AST) -> ast.AST:
         new = ast.ExceptHandler(_opt(node.type, _to_ast), node.name.id,
                                 [_to_ast(s) for s in node.body])
         return _location(new, node)
-    target = _TO_AST.get(t)
-    if target is None:
-        raise NotImplementedError(f"no ast counterpart for gast.{t.__name__} in this Python")
-    if target.__class__ is not type:
-        return target
-    new = _copy_fields(node, target, _to_ast)
+    plan = _TO_AST_PLANS.get(t)
+    if plan is None:
+        if t not in _TO_AST:
+            raise NotImplementedError(f"no ast counterpart for gast.{t.__name__} in this Python")
+        return _TO_AST[t]  # a shared leaf
+    new = _copy_fields(node, plan, _to_ast, _TO_AST)
     new.__dict__.pop("type_params", None)
     return new
 
@@ -133,3 +157,13 @@ def ast_to_gast(node: ast.AST) -> gast.AST:
 def gast_to_ast(node: gast.AST) -> ast.AST:
     """`gast.gast_to_ast(node)`, faster on Python 3.8-3.11."""
     return _to_ast(node) if _FAST else gast.gast_to_ast(node)
+
+
+def counterparts() -> dict:
+    """gast class -> the ast class of the same name, for the nodes converted here (none off Python 3.8-3.11)."""
+    return {cls: plan[0] for cls, plan in _TO_AST_PLANS.items()}
+
+
+def is_gast(node: Any) -> bool:
+    """Whether `node` is a gast node (not an ast one)."""
+    return type(node).__module__ == gast.gast.__name__

@@ -10,7 +10,7 @@ variables. Nested function bodies are analysed when they are converted.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 import gast
 
@@ -118,8 +118,11 @@ class _Liveness:
         return (live_out - frozenset(a.modified - a.read)) | frozenset(a.read)
 
 
-def analyze(fn: gast.FunctionDef) -> None:
-    """Annotates the control-flow statements of `fn`'s own scope with liveness."""
-    read, written = activity.captured_by_nested_scopes(fn)
+def analyze(fn: gast.FunctionDef, captured: Optional[tuple[set, set]] = None) -> None:
+    """Annotates the control-flow statements of `fn`'s own scope with liveness.
+
+    `captured` is `activity.captured_by_nested_scopes(fn)`, if the caller has it already.
+    """
+    read, written = captured or activity.captured_by_nested_scopes(fn)
     always = frozenset(read | written)
     _Liveness(always).block(fn.body, always)

@@ -10,9 +10,10 @@ import ast
 import dataclasses
 import inspect
 import linecache
+import re
 import textwrap
 import types
-from typing import Callable
+from typing import Callable, Optional
 
 import gast
 
@@ -54,6 +55,49 @@ def _parse_snippet(lines: list[str], first_lineno: int) -> gast.Module:
         tree = ast.parse("if True:\n" + "".join(lines)).body[0]
         ast.increment_lineno(tree, first_lineno - 2)
     return ast_gast.ast_to_gast(ast.Module(body=tree.body, type_ignores=[]))
+
+
+_DEFINITION = re.compile(r"\s*(async\s+)?def\s")
+
+
+def _indentation(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _definition_lines(f: types.FunctionType) -> Optional[tuple[list[str], int]]:
+    """(the lines of `f`'s definition, decorators first, and the first one's number), found by indentation,
+    or None where that is not plain: then inspect (which tokenizes the file from there) is asked.
+
+    The definition ends before the first line of code indented no deeper than its `def` (trailing comments
+    left out). A line of the definition itself can be that shallow only inside brackets, a string or after
+    a backslash: the lines before it do not parse then, and the caller falls back to inspect too.
+    """
+    code = f.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, f.__globals__)
+    start = code.co_firstlineno - 1
+    if not 0 <= start < len(lines):
+        return None
+    indent = _indentation(lines[start])
+    k = start
+    while not (_DEFINITION.match(lines[k]) and _indentation(lines[k]) == indent):
+        # A decorator, or a (deeper or blank) continuation line of one.
+        if _is_code(lines[k]) and _indentation(lines[k]) <= indent and not lines[k].lstrip().startswith("@"):
+            return None
+        k += 1
+        if k == len(lines):
+            return None
+    end = k + 1
+    while end < len(lines) and not (_is_code(lines[end]) and _indentation(lines[end]) <= indent):
+        end += 1
+    while not _is_code(lines[end - 1]):
+        end -= 1
+    return lines[start:end], start + 1
+
+
+def _is_code(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#")
 
 
 def _find_lambda(f: types.FunctionType, filename: str) -> gast.Lambda:
@@ -113,18 +157,29 @@ def parse_entity(f: Callable) -> ParsedEntity:
     filename = code.co_filename
     if f.__name__ == "<lambda>":
         return ParsedEntity(_find_lambda(f, filename), filename, f.__name__)
-    try:
-        # The code's own source: for a `functools.wraps` wrapper, inspect would
-        # follow `__wrapped__` to the wrapped function's.
-        lines, first_lineno = inspect.getsourcelines(
-            f.__code__ if hasattr(f, "__wrapped__") else f)
-    except (OSError, TypeError) as e:
-        raise SourceNotFoundError(f"Unable to locate the source code of {f!r}: {e}") from e
-    try:
-        tree = _parse_snippet(lines, first_lineno)
-    except SyntaxError as e:
-        raise ConversionError(f"{filename}:{first_lineno}: could not parse the source of "
-                              f"{f.__name__}: {e}") from e
+    tree = None
+    found = _definition_lines(f) if isinstance(f, types.FunctionType) else None
+    if found is not None:
+        first_lineno = found[1]
+        try:
+            tree = _parse_snippet(*found)
+        except SyntaxError:
+            pass
+        if tree is not None and len(tree.body) != 1:
+            tree = None
+    if tree is None:
+        try:
+            # The code's own source: for a `functools.wraps` wrapper, inspect would
+            # follow `__wrapped__` to the wrapped function's.
+            lines, first_lineno = inspect.getsourcelines(
+                f.__code__ if hasattr(f, "__wrapped__") else f)
+        except (OSError, TypeError) as e:
+            raise SourceNotFoundError(f"Unable to locate the source code of {f!r}: {e}") from e
+        try:
+            tree = _parse_snippet(lines, first_lineno)
+        except SyntaxError as e:
+            raise ConversionError(f"{filename}:{first_lineno}: could not parse the source of "
+                                  f"{f.__name__}: {e}") from e
     nodes = [n for n in tree.body if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef))]
     if len(nodes) != 1 or nodes[0].name != code.co_name:
         raise ConversionError(f"{filename}:{first_lineno}: expected the definition of "

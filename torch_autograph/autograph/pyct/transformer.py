@@ -10,9 +10,10 @@ import gast
 FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef)
 
 # Fields that never hold a node worth visiting: identifiers, flags, and the
-# context/operator leaves (`ctx`, `op`, `ops`), which carry no data.
+# context/operator leaves (`ctx`, `op`, `ops`), which carry no data. (`names` is
+# not one: an import's names are `alias` nodes, which bind names.)
 _SCALAR_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "type_comment", "kind",
-                            "conversion", "is_async", "level", "module", "names"})
+                            "conversion", "is_async", "level", "module"})
 NODE_FIELDS: dict = {
     cls: tuple(f for f in cls._fields if f not in _SCALAR_FIELDS)
     for cls in vars(gast).values() if isinstance(cls, type) and issubclass(cls, gast.AST)}
@@ -175,15 +176,18 @@ class Transformer:
     walking, so this matters.
     """
 
-    _method_cache: dict = {}
+    _methods: dict = {}  # node class -> this class's visit method for it (each subclass has its own)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
 
     def visit(self, node: gast.AST) -> Any:
-        key = (self.__class__, node.__class__)
-        method = Transformer._method_cache.get(key)
+        method = self._methods.get(node.__class__)
         if method is None:
-            method = getattr(self.__class__, "visit_" + node.__class__.__name__, None) or \
-                self.__class__.generic_visit
-            Transformer._method_cache[key] = method
+            cls = self.__class__
+            method = cls._methods[node.__class__] = (getattr(cls, "visit_" + node.__class__.__name__, None)
+                                                     or cls.generic_visit)
         return method(self, node)
 
     def generic_visit(self, node: gast.AST) -> gast.AST:
@@ -205,6 +209,28 @@ class Transformer:
                 old[:] = new
             elif isinstance(old, _AST):
                 d[field] = self.visit(old)
+        return node
+
+
+class StatementTransformer(Transformer):
+    """A Transformer that enters statement blocks only (bodies, `else:`/`finally:` blocks, except clauses,
+    match cases), never expressions: for rewrites of statements, which no expression holds."""
+
+    def generic_visit(self, node: gast.AST) -> gast.AST:
+        d = node.__dict__
+        for field in BLOCK_FIELDS:
+            block = d.get(field)
+            if block.__class__ is list:
+                new = []
+                for s in block:
+                    r = self.visit(s)
+                    if r is None:
+                        continue
+                    if r.__class__ is list:
+                        new.extend(r)
+                    else:
+                        new.append(r)
+                block[:] = new
         return node
 
 
