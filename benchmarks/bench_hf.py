@@ -9,6 +9,13 @@ H2 the same model, greedy decoding of 32 new tokens written by hand: the prompt 
 
 Candidates as in bench_models (eager baseline, torch.compile, ta.function default / jit / "auto"), interleaved,
 per-call medians, ratios vs eager from the same rounds. Skipped without transformers (the test extra).
+
+The "first call" in a candidate's note is measured in the benchmark's process, after the candidates before it
+(ta.function, jit, "auto", then torch.compile) and with the user's inductor cache: not a cold compile. A full run
+adds H2's compile latency: each of jit and torch.compile in fresh processes with an inductor cache directory of
+its own, empty (cold), then reused (warm).
+
+    python benchmarks/bench_hf.py [H1|H2] [--quick]
 """
 
 from __future__ import annotations
@@ -21,8 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples")]
 import hf_decode  # noqa: E402
 import torch  # noqa: E402
-from bench_models import Workload, run_workload  # noqa: E402
-from harness import Row, Settings, main_for  # noqa: E402
+from bench_models import Workload, latency_rows, run_workload  # noqa: E402
+from harness import Row, Settings, main_for, print_rows, torch_compile_available  # noqa: E402
 
 import torch_autograph as ta  # noqa: E402
 
@@ -71,7 +78,7 @@ WORKLOADS = [
 ]
 
 
-def run(settings: Settings) -> list[Row]:
+def run(settings: Settings, only: str = "") -> list[Row]:
     try:
         import transformers  # noqa: F401
     except ImportError:
@@ -83,11 +90,15 @@ def run(settings: Settings) -> list[Row]:
     rows: list[Row] = []
     try:
         for w in WORKLOADS:
+            if only and w.label.split()[0] != only:
+                continue
             try:
                 rows += run_workload(w, settings)
             except Exception as e:  # noqa: BLE001 - one workload failing leaves the other
                 msg = str(e).strip().splitlines()[0][:150] if str(e).strip() else ""
                 rows.append(Row(w.label, "ERROR", None, None, "", False, f"{type(e).__name__}: {msg}"))
+        if not settings.quick and only in ("", "H2") and torch_compile_available()[0]:
+            rows += latency_rows(("H2",), WORKLOADS, "bench_hf")
     finally:
         torch.set_num_threads(threads)
         ta.config.set_jit_threshold(threshold)
@@ -95,4 +106,8 @@ def run(settings: Settings) -> list[Row]:
 
 
 if __name__ == "__main__":
-    main_for(run, __doc__)
+    if len(sys.argv) > 1 and sys.argv[1].startswith("H"):  # one workload: bench_hf.py H2 [--quick]
+        only = sys.argv.pop(1)
+        print_rows(run(Settings.from_argv(description=__doc__), only=only), title=__doc__.splitlines()[0])
+    else:
+        main_for(run, __doc__)

@@ -264,9 +264,9 @@ import sys, time
 t0 = time.perf_counter()
 import torch
 sys.path.insert(0, {bench_dir!r})
-import bench_models, torch_autograph as ta
+import {module}, torch_autograph as ta
 torch.set_num_threads(1)
-w = next(w for w in bench_models.WORKLOADS if bench_models._named(w.label, {label!r}))
+w = next(w for w in {module}.WORKLOADS if w.label.split()[0] == {label!r})
 fn, args = w.make()
 # From the wrapping on: `torch.compile(fn)` imports dynamo there, `ta.function` imports inductor at the first call.
 t1 = time.perf_counter()
@@ -278,19 +278,22 @@ print(f"{{t1 - t0:.3f}} {{t2 - t1:.3f}}")
 """
 
 
-def compile_latency(label: str, which: str) -> tuple[float, float]:
-    """(cold, warm) s of the first call of workload `label` compiled by `which` ("jit" or "torch.compile"), each
-    in a fresh process: with an empty inductor cache directory, then reusing it."""
+def compile_latency(label: str, which: str, module: str = "bench_models") -> tuple[float, float]:
+    """(cold, warm) s of the first call of workload `label` of `module`'s WORKLOADS compiled by `which` ("jit" or
+    "torch.compile"), each in a fresh process: with an empty inductor cache directory, then reusing it. Each
+    candidate gets a cache directory of its own: in one process, or one cache, the candidate compiled second
+    would reuse the C++ kernels the first one compiled (identical kernel sources share one build)."""
     cold, warm = cold_and_warm(_LATENCY_SCRIPT.format(bench_dir=os.path.dirname(os.path.abspath(__file__)),
-                                                      label=label, which=which))
+                                                      label=label, which=which, module=module))
     return cold[-1], warm[-1]
 
 
-def latency_rows(labels: tuple[str, ...] = ("M1", "M3")) -> list[Row]:
+def latency_rows(labels: tuple[str, ...] = ("M1", "M3"), workloads: list[Workload] | None = None,
+                 module: str = "bench_models") -> list[Row]:
     rows = []
     for label in labels:
-        w = next(w for w in WORKLOADS if _named(w.label, label))
-        got = {which: compile_latency(label, which) for which in ("jit", "torch.compile")}
+        w = next(w for w in workloads or WORKLOADS if _named(w.label, label))
+        got = {which: compile_latency(label, which, module) for which in ("jit", "torch.compile")}
         (jc, jw), (cc, cw) = got["jit"], got["torch.compile"]
         rows.append(Row(w.label, "compile latency", None, None, "cold jit <= torch.compile; warm <= cold/2",
                         jc <= cc and jw <= jc / 2,
