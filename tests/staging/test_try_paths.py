@@ -225,3 +225,101 @@ def test_a_finally_whose_effect_reads_a_value_the_body_changes_is_refused_at_its
     with pytest.raises(TypeError, match="the `finally:` of the `except KeyError`.*reading 'y'") as info:
         ta.function(finally_writes_what_the_body_changed)(T(1), T(1))
     assert line_of(finally_writes_what_the_body_changed, "# the refused finally") in str(info.value)
+
+
+class Box:
+    pass
+
+
+BOX = Box()
+BOX.v = 0
+CALLS = 0
+
+
+def finally_caught_by_its_own_handler(a, i):
+    # The handler catches what the body raises: the `finally:` runs after either path as plain Python, its
+    # rebinding of `z` (outside the try's state), of an attribute and of a global (graph values: written back
+    # at every call) holding on both paths.
+    global CALLS
+    y = a * 1
+    z = 0
+    try:
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        y = y - 100
+    finally:
+        z = z + 5
+        BOX.v = BOX.v + y
+        CALLS = CALLS + a
+    return y, z
+
+
+def test_a_finally_after_a_handler_that_catches_rebinds_on_both_paths():
+    global CALLS
+    f = ta.function(finally_caught_by_its_own_handler)
+    for i in (1, 5, 0, 7, 2):
+        got = []
+        for fn in (finally_caught_by_its_own_handler, f):
+            BOX.v, CALLS = T(10), T(0)
+            y, z = fn(T(1), T(i))
+            got.append((int(y), int(z), int(BOX.v), int(CALLS)))
+        assert got[0] == got[1], (i, got)
+
+
+def inner_finally_rebinds(a, i):
+    # The inner `try` has no handler (or one that does not catch): what the body raises goes through its
+    # `finally:` to the outer handler, so eagerly `z` is 5 after the outer `try` on both paths.
+    y = a * 1
+    z = 0
+    try:
+        try:
+            y = y + torch.arange(3)[i]
+        finally:
+            z = z + 5  # the rebinding finally
+    except IndexError:
+        y = y - 100
+    return y + z
+
+
+def inner_finally_after_a_handler_that_does_not_catch(a, i):
+    y = a * 1
+    z = 0
+    try:
+        try:
+            y = y + torch.arange(3)[i]
+        except KeyError:
+            y = y - 1
+        finally:
+            z = z + 5  # the rebinding finally
+    except IndexError:
+        y = y - 100
+    return y + z
+
+
+def test_a_finally_that_rebinds_the_outer_try_s_state_on_the_raise_path_is_refused_at_its_line():
+    # It was silent: on the path where the body failed as the graph ran, the outer handler's path took `z`
+    # from before the outer body (0), eagerly 5.
+    for fn in (inner_finally_rebinds, inner_finally_after_a_handler_that_does_not_catch):
+        assert [int(fn(T(1), T(i))) for i in (1, 5)] == [7, -94]
+        with pytest.raises(TypeError, match="'z' is rebound by the `finally:`") as info:
+            ta.function(fn)(T(1), T(1))
+        assert line_of(fn, "# the rebinding finally") in str(info.value)
+        assert line_of(fn, "except IndexError:") in str(info.value)
+
+
+def inner_finally_of_a_local_only(a, i):
+    # The inner `finally:` rebinds a name the outer `try` does not carry (nothing reads it after): nothing to
+    # refuse, and both paths give eager's values.
+    y = a * 1
+    try:
+        try:
+            y = y + torch.arange(3)[i]
+        finally:
+            unused = 5  # noqa: F841
+    except IndexError:
+        y = y - 100
+    return y
+
+
+def test_an_inner_finally_rebinding_a_name_no_one_reads_after_runs_both_paths():
+    assert_same_outcomes(inner_finally_of_a_local_only, [(T(1), T(1)), (T(1), T(5)), (T(2), T(0)), (T(0), T(-9))])

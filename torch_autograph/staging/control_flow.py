@@ -22,6 +22,7 @@ from ..subtraces import (
     FirstAssignedInBranch,
     check_condition,
     close_try,
+    finally_starts,
     quoted,
     raised_by_the_library,
     stage_cond,
@@ -207,8 +208,12 @@ class TorchStagingBackend:
         if token is not None:
             close_try(token)
 
-    def try_begin(self, init_vars: tuple) -> tuple:
-        return init_vars + (try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
+    def try_begin(self, init_vars: tuple, frame: Any = None) -> tuple:
+        return init_vars + (try_begin(init_vars, frame),)  # (handlers see AutoGraph's placeholders)
+
+    def finally_starts(self, frame: Any) -> None:
+        """A `finally:` of the converted code running in `frame` starts, its `try` body over without raising."""
+        finally_starts(frame, lambda: map_origin(frame.f_code.co_filename, frame.f_lineno))
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
                 has_else: bool, origin: Origin, unused_after: Sequence[str] = (),

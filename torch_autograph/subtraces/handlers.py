@@ -19,6 +19,7 @@ object) does not exist when a handler ran: using it is refused at its line.
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any, Sequence
 
 import torch
@@ -67,16 +68,99 @@ class TryToken:
     start: int
     init_vars: tuple
     lists: dict  # index -> the items of a Python list among init_vars, before the body
+    frame: Any = None  # the frame of the converted code running the `try`
+    # (the user's line, the names bound in `frame` then) of the first `finally:` that started inside the body
+    # after graph ops it covers (`finally_starts`)
+    finally_mark: tuple | None = None
 
 
-def try_begin(init_vars: tuple) -> TryToken | None:
+def try_begin(init_vars: tuple, frame: Any = None) -> TryToken | None:
     state = current()
     if state is None:
         return None
     token = TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
-                                                                 if type(v) is list})
+                                                                 if type(v) is list}, frame)
     state.open_tries.append(token)
     return token
+
+
+def finally_starts(frame: Any, origin: Any) -> None:
+    """A `finally:` running in `frame` starts, its own body over without raising. Inside the body of a staged
+    `try` (of the same function, or of a branch or loop body of it), after graph ops that may fail as the graph
+    runs: on that path it runs too, before the handler, so what it rebinds is not what the handler's path
+    starts from (the state before the body). The first such `finally:` is marked with the names bound then."""
+    state = current()
+    outer = state
+    while outer is not None:
+        for token in outer.open_tries:
+            if token.finally_mark is None and token.frame is not None and _runs_in(frame, token.frame) and (
+                    outer is not state or len(outer.graph.nodes) > token.start):
+                token.finally_mark = (origin(), _bound_in(token.frame))
+        outer = outer.parent
+
+
+def _runs_in(frame: Any, outer: Any) -> bool:
+    """Whether `frame` is `outer`, or runs a function defined inside `outer`'s (a converted branch or loop body)
+    that `outer` called: a function it calls otherwise has names of its own."""
+    code, f = outer.f_code, frame
+    while f is not None and f is not outer:
+        if not _nested_in(f.f_code, code):
+            return False
+        f = f.f_back
+        while f is not None and f is not outer and not _nested_in(f.f_code, code):
+            f = f.f_back  # (the library's frames between: the staged `if` or loop calling the body)
+    return f is outer
+
+
+def _nested_in(code: Any, outer: Any) -> bool:
+    return any(c is code or (isinstance(c, type(outer)) and _nested_in(code, c)) for c in outer.co_consts)
+
+
+def _bound_in(frame: Any) -> dict:
+    """What the names of `frame` are bound to now: its locals, its globals, and the attributes of the plain
+    objects among them (for a state name `obj.attr`)."""
+    names = {**frame.f_globals, **frame.f_locals}
+    attrs = {id(v): dict(vars(v)) for v in names.values() if _plain_object(v)}
+    return {"names": names, "attrs": attrs}
+
+
+def _plain_object(v: Any) -> bool:
+    return type(getattr(v, "__dict__", None)) is dict and not isinstance(
+        v, (type, types.ModuleType, types.FunctionType, types.MethodType, torch.Tensor))
+
+
+_UNKNOWN = object()
+
+
+def _value_in(bound: dict, label: str) -> Any:
+    """The value of the state name `label` (`x`, `obj.attr`) in `_bound_in`'s record; `_UNKNOWN` if it has none."""
+    parts = label.split(".")
+    if not all(p.isidentifier() for p in parts) or parts[0] not in bound["names"]:
+        return _UNKNOWN
+    v = bound["names"][parts[0]]
+    for p in parts[1:]:
+        attrs = bound["attrs"].get(id(v))
+        if attrs is None or p not in attrs:
+            return _UNKNOWN
+        v = attrs[p]
+    return v
+
+
+def _check_finally_rebinds(token: TryToken, names: Sequence[str], out_vars: tuple, label: str) -> None:
+    """Refuse a state name the body rebinds in or after its first `finally:` that covers graph ops (see
+    `finally_starts`): where those ops fail as the graph runs, the handler's path needs the value that `finally:`
+    gave it, which the graph does not have (the handler's path starts from the state before the body)."""
+    if token.finally_mark is None:
+        return
+    origin, bound = token.finally_mark
+    for name, before, after in zip(names, token.init_vars, out_vars):
+        then = _value_in(bound, name)
+        if after is not before and (then is before or then is _UNKNOWN):
+            raise TypeError(
+                f"{quoted(name)} is rebound by the `finally:`{where(origin)} (or after it) inside the `try` body of "
+                f"{label}: when the ops that `finally:` follows fail as the graph runs, it runs before the handler, "
+                f"whose path needs the value it gave {quoted(name)} there, which the graph does not have. Rebind "
+                f"{quoted(name)} after that `try` statement instead.")
 
 
 def close(token: TryToken) -> None:
@@ -103,6 +187,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
     label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
+    _check_finally_rebinds(token, names, out_vars, label)
     # A Python list the body changed in place: the handlers start from its items before the body.
     inits = list(token.init_vars)
     for i, items in token.lists.items():
