@@ -45,6 +45,8 @@ DESIGN_RULES = {
     "a graph list holds tensors of one rank": "a list given elements of different ranks in a tensor `if` or loop",
     "that outlives the call is changed inside a tensor `if` or loop":
         "a Python object that outlives the call changed inside a tensor `if` or loop",
+    "grows or shrinks inside the loop or `if` at":
+        "a list that outlives the call grown with Python values inside a tensor `if` or loop",
 }
 
 
