@@ -33,7 +33,8 @@ so the same program is the reference three ways):
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
-  set) inside and outside loops and branches, also by called functions that change objects
+  set; a list attribute and a dict item that exist before the call replaced by new ones, which must not make
+  the next call trace again) inside and outside loops and branches, also by called functions that change objects
   the program never names (`note`, `push`, `mark`: HID, HIDL, HOBJ); half the programs
   with one `return` return a `Box` object holding the results. The harness compares the
   objects' state after each call (and the returned object's contents) with eager's;
@@ -261,6 +262,9 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                           f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
                           f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
                           f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]",
+                          # containers that exist before the call, replaced by new ones at each call (one trace)
+                          f"{pad}OBJ.items = [{e}, OBJ.items[1] + {e}]",
+                          f"{pad}CAP['sub'] = {{'v': CAP['sub']['v'] + {e}}}",
                           # a called function changing objects `prog` never names (HID, HIDL, HOBJ)
                           f"{pad}note({e})", f"{pad}push({e})", f"{pad}mark({e})"))]
 
@@ -286,6 +290,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         if "mutation" in self.features or "python_grow" in self.features:
             # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
             head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
+            head += [f"ZERO = torch.tensor(0, dtype={self.dtype})"]
             head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
             head += _HIDDEN
             # (only where that is the one return: an early one's tuple and a Box could not be merged)
@@ -337,8 +342,10 @@ def fresh_state(prog) -> dict:
     if "CAP" in g:
         g["CAP"].clear()
         g["CAP"]["n"] = 0
+        g["CAP"]["sub"] = {"v": g["ZERO"].clone()}
         g["CAPL"][:] = [0]
         g["OBJ"].n = 0
+        g["OBJ"].items = [g["ZERO"].clone(), g["ZERO"].clone()]
         g["HID"].clear()
         g["HID"]["n"] = 0
         g["HIDL"][:] = [0]
@@ -353,7 +360,7 @@ def state_of(prog, d) -> dict:
     if "V" in g:
         out["V"] = g["V"].read_value()
     if "CAP" in g:
-        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), g["OBJ"].n
+        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), (g["OBJ"].n, list(g["OBJ"].items))
         out["HID"], out["HIDL"], out["HOBJ"] = dict(g["HID"]), list(g["HIDL"]), g["HOBJ"].n
     if takes_dict(prog):
         out["d"] = {"k": d["k"], "l": list(d["l"])}

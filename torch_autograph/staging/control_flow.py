@@ -143,6 +143,10 @@ class TorchStagingBackend:
                     if undefined and _raised_by_user_code(e):
                         raise _traced_branch_error(e, origin) from e
                     raise
+                # A list of tensors made a graph list for this `if` and rebound by the branch to a new Python
+                # list of tensors (`l = [a, b]`, `self.items = [...]`): a graph list too, as on the other path.
+                out = tuple(lists.new_list(o) if isinstance(v, GraphList) and type(o) is list and _is_tensor_list(o)
+                            else o for v, o in zip(init_vars, out))
                 # Changed in place, or replaced by a graph list (an inner `if` or loop changed it).
                 changed = {i: items for i, items in snapshots.items()
                            if _changed(init_vars[i], items) or isinstance(out[i], GraphList)}
