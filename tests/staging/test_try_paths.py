@@ -323,3 +323,27 @@ def inner_finally_of_a_local_only(a, i):
 
 def test_an_inner_finally_rebinding_a_name_no_one_reads_after_runs_both_paths():
     assert_same_outcomes(inner_finally_of_a_local_only, [(T(1), T(1)), (T(1), T(5)), (T(2), T(0)), (T(0), T(-9))])
+
+
+def rebinds_after_an_inner_finally(a, i):
+    # `z` is rebound after the inner `try` (not by its `finally:`): eagerly not when the index fails, as on the
+    # graph's handler path; and a `finally:` whose converted code hands `y` through unchanged needs nothing.
+    y = a * 1
+    z = 0
+    try:
+        try:
+            y = y + torch.arange(3)[i]
+        finally:
+            if len(LOG) > 100:
+                LOG.clear()
+        z = z + 5
+    except IndexError:
+        y = y - 100
+    return y + z
+
+
+LOG = []
+
+
+def test_a_name_rebound_after_an_inner_finally_is_not_refused():
+    assert_same_outcomes(rebinds_after_an_inner_finally, [(T(1), T(1)), (T(1), T(5)), (T(2), T(0)), (T(0), T(-9))])

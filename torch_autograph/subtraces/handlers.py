@@ -18,8 +18,9 @@ object) does not exist when a handler ran: using it is refused at its line.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
-import types
+import linecache
 from typing import Any, Sequence
 
 import torch
@@ -69,9 +70,9 @@ class TryToken:
     init_vars: tuple
     lists: dict  # index -> the items of a Python list among init_vars, before the body
     frame: Any = None  # the frame of the converted code running the `try`
-    # (the user's line, the names bound in `frame` then) of the first `finally:` that started inside the body
-    # after graph ops it covers (`finally_starts`)
-    finally_mark: tuple | None = None
+    # the names (`x`, `obj.attr`) the `finally:` clauses that started inside the body after graph ops rebind ->
+    # (the user's line of the first, what the name held as it started) (`finally_starts`)
+    finally_rebinds: dict = dataclasses.field(default_factory=dict)
 
 
 def try_begin(init_vars: tuple, frame: Any = None) -> TryToken | None:
@@ -88,15 +89,21 @@ def finally_starts(frame: Any, origin: Any) -> None:
     """A `finally:` running in `frame` starts, its own body over without raising. Inside the body of a staged
     `try` (of the same function, or of a branch or loop body of it), after graph ops that may fail as the graph
     runs: on that path it runs too, before the handler, so what it rebinds is not what the handler's path
-    starts from (the state before the body). The first such `finally:` is marked with the names bound then."""
+    starts from (the state before the body). The names it rebinds are noted on that `try`."""
     state = current()
-    outer = state
+    outer, tokens = state, []
     while outer is not None:
-        for token in outer.open_tries:
-            if token.finally_mark is None and token.frame is not None and _runs_in(frame, token.frame) and (
-                    outer is not state or len(outer.graph.nodes) > token.start):
-                token.finally_mark = (origin(), _bound_in(token.frame))
+        tokens += [t for t in outer.open_tries if t.frame is not None and _runs_in(frame, t.frame) and (
+            outer is not state or len(outer.graph.nodes) > t.start)]
         outer = outer.parent
+    if not tokens:
+        return
+    names = _rebound_by_finally(frame)
+    if names:
+        where_ = origin()
+        for token in tokens:
+            for name in names:
+                token.finally_rebinds.setdefault(name, (where_, _value_in(frame, name)))
 
 
 def _runs_in(frame: Any, outer: Any) -> bool:
@@ -116,50 +123,63 @@ def _nested_in(code: Any, outer: Any) -> bool:
     return any(c is code or (isinstance(c, type(outer)) and _nested_in(code, c)) for c in outer.co_consts)
 
 
-def _bound_in(frame: Any) -> dict:
-    """What the names of `frame` are bound to now: its locals, its globals, and the attributes of the plain
-    objects among them (for a state name `obj.attr`)."""
-    names = {**frame.f_globals, **frame.f_locals}
-    attrs = {id(v): dict(vars(v)) for v in names.values() if _plain_object(v)}
-    return {"names": names, "attrs": attrs}
-
-
-def _plain_object(v: Any) -> bool:
-    return type(getattr(v, "__dict__", None)) is dict and not isinstance(
-        v, (type, types.ModuleType, types.FunctionType, types.MethodType, torch.Tensor))
+def _rebound_by_finally(frame: Any) -> set[str]:
+    """The names (`x`, `obj.attr`, `d['k']`) the `finally:` clause of the generated code that `frame` is
+    starting (its first statement is on `frame.f_lineno`) assigns or deletes."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(frame.f_code.co_filename)))
+    except SyntaxError:
+        return set()
+    clause = next((n.finalbody for n in ast.walk(tree) if isinstance(n, ast.Try) and n.finalbody
+                   and n.finalbody[0].lineno == frame.f_lineno), None)
+    if clause is None:
+        return set()
+    names: set[str] = set()
+    todo = list(clause)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # (a converted branch or loop body: what it gives back is assigned here)
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id if isinstance(node, ast.Name) else ast.unparse(node))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return names
 
 
 _UNKNOWN = object()
 
 
-def _value_in(bound: dict, label: str) -> Any:
-    """The value of the state name `label` (`x`, `obj.attr`) in `_bound_in`'s record; `_UNKNOWN` if it has none."""
-    parts = label.split(".")
-    if not all(p.isidentifier() for p in parts) or parts[0] not in bound["names"]:
+def _value_in(frame: Any, name: str) -> Any:
+    """What the state name `name` (`x`, `obj.attr`) is bound to in `frame` now; `_UNKNOWN` if that is not known."""
+    parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
         return _UNKNOWN
-    v = bound["names"][parts[0]]
+    scope = {**frame.f_globals, **frame.f_locals}
+    if parts[0] not in scope:
+        return _UNKNOWN
+    v = scope[parts[0]]
     for p in parts[1:]:
-        attrs = bound["attrs"].get(id(v))
-        if attrs is None or p not in attrs:
+        d = getattr(v, "__dict__", None)
+        if type(d) is not dict or p not in d:
             return _UNKNOWN
-        v = attrs[p]
+        v = d[p]
     return v
 
 
 def _check_finally_rebinds(token: TryToken, names: Sequence[str], out_vars: tuple, label: str) -> None:
-    """Refuse a state name the body rebinds in or after its first `finally:` that covers graph ops (see
+    """Refuse a state name that a `finally:` inside the body rebinds after graph ops it follows (see
     `finally_starts`): where those ops fail as the graph runs, the handler's path needs the value that `finally:`
-    gave it, which the graph does not have (the handler's path starts from the state before the body)."""
-    if token.finally_mark is None:
-        return
-    origin, bound = token.finally_mark
-    for name, before, after in zip(names, token.init_vars, out_vars):
-        then = _value_in(bound, name)
-        if after is not before and (then is before or then is _UNKNOWN):
+    gave it, which the graph does not have (the handler's path starts from the state before the body). One
+    the converted code only hands through it (the value it had as the clause started) needs nothing."""
+    for name, after in zip(names, out_vars):
+        origin, then = token.finally_rebinds.get(name, (None, None))
+        if origin is not None and after is not UNSET and (then is _UNKNOWN or after is not then):
             raise TypeError(
-                f"{quoted(name)} is rebound by the `finally:`{where(origin)} (or after it) inside the `try` body of "
-                f"{label}: when the ops that `finally:` follows fail as the graph runs, it runs before the handler, "
-                f"whose path needs the value it gave {quoted(name)} there, which the graph does not have. Rebind "
+                f"{quoted(name)} is rebound by the `finally:`{where(origin)} inside the `try` body of {label}: "
+                f"when the ops that `finally:` follows fail as the graph runs, it runs before the handler, whose "
+                f"path needs the value it gave {quoted(name)} there, which the graph does not have. Rebind "
                 f"{quoted(name)} after that `try` statement instead.")
 
 
