@@ -13,6 +13,7 @@ import torch
 import torch_autograph as ta
 from tests.eager_reference import line_of
 from tests.staging.test_staged_raises import assert_same_outcomes
+from torch_autograph.state.python_state import StateEffectError
 
 T = torch.tensor
 
@@ -347,3 +348,24 @@ LOG = []
 
 def test_a_name_rebound_after_an_inner_finally_is_not_refused():
     assert_same_outcomes(rebinds_after_an_inner_finally, [(T(1), T(1)), (T(1), T(5)), (T(2), T(0)), (T(0), T(-9))])
+
+
+TOTALS = {"n": T(0)}
+
+
+def handler_changes_a_captured_dict(a, i):
+    y = a * 1
+    try:
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        TOTALS["n"] = TOTALS["n"] + a  # the handler's write
+    return y
+
+
+def test_a_handler_changing_an_object_that_outlives_the_call_is_refused():
+    # The handler's graph value stayed in the dict (nothing carries it out of the handler): "out of scope" at
+    # the caller's line, an error of the library's own making.
+    with pytest.raises(StateEffectError, match=r"a dict that outlives the call is changed inside .*`except`") as info:
+        ta.function(handler_changes_a_captured_dict)(T(1), T(1))
+    assert line_of(handler_changes_a_captured_dict, "except IndexError:") in str(info.value)
+    assert type(TOTALS["n"]) is torch.Tensor and int(TOTALS["n"]) == 0  # (nothing of the trace stays in it)

@@ -92,18 +92,20 @@ class Watch:
         return [_contents(obj, kind) for obj, kind, _ in self.held] + \
             [_contents(c, object_kind(c)) for c, _, _ in self.arg_containers]
 
-    def check_unchanged(self, token: list) -> None:
+    def check_unchanged(self, token: list, carried: bool = True) -> None:
         """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
-        traced, so the change would be replayed whichever branch runs, however many times the loop runs."""
+        traced, so the change would be replayed whichever branch runs, however many times the loop runs.
+        `carried`: graph values put in place of entries are allowed (the staged `if` or loop carries them); not
+        in an `except` clause run when the graph runs, which carries nothing but its variables."""
         objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
         for (obj, kind), before in zip(objects, token):
             now = _contents(obj, kind)
             if not _same_items(now, before, kind) and _replayed(now, before, kind) and \
-                    not _staged_writes(now, before, kind):
+                    not (carried and _staged_writes(now, before, kind)):
                 loc = user_location()
                 raise StateEffectError(
                     f"{_described(obj, now, before, kind)} that outlives the call is changed inside a tensor "
-                    f"`if` or loop"
+                    f"`if` or loop{'' if carried else ' (an `except` clause run when the graph runs)'}"
                     f"{f' ({loc})' if loc else ''}: the graph decides at run time whether (and how often) that "
                     f"code runs, and Python objects can only be updated after the call as a whole. Compute the "
                     f"new values in the branch or loop into local variables (tensors), and store them after it")
