@@ -203,3 +203,42 @@ def test_a_list_of_tensors_rebound_to_a_new_list_in_one_branch_of_a_tensor_if():
         assert type(holders[1].items) is list
         torch.testing.assert_close(holders[1].items, holders[0].items)
     assert f.experimental_get_tracing_count() == 1
+
+
+class Counter:
+    n = 0
+
+
+COUNTER = Counter()
+
+
+def _mark(v):
+    COUNTER.n = COUNTER.n + v
+
+
+def _fail(v):
+    raise ValueError("fail")
+
+
+def grows_then_changes_out_of_sight(a, d):
+    if a > 2:
+        d["k"] = d["k"] + a * 0
+    else:
+        try:
+            return _fail(a)
+        except ValueError:  # (raised while tracing: Python catches it)
+            d["l"].extend([a * 0, 1])
+        _mark(5 - a)  # found changed as the branch ends: the branch is traced again, carrying COUNTER.n
+    return a
+
+
+def test_a_branch_traced_again_to_carry_an_entry_leaves_nothing_of_its_first_trace():
+    # The first trace's graph value appended to `d["l"]` stayed there: "out of scope ... which raised Changed".
+    f = ta.function(grows_then_changes_out_of_sight)
+    for v in (3, 1, 5):
+        got, want = {"k": 0, "l": [1]}, {"k": 0, "l": [1]}
+        COUNTER.n = 0
+        want_out, want_n = grows_then_changes_out_of_sight(torch.tensor(v), want), COUNTER.n
+        COUNTER.n = 0
+        assert int(f(torch.tensor(v), got)) == int(want_out) and int(COUNTER.n) == int(want_n)
+        assert [int(x) for x in got["l"]] == [int(x) for x in want["l"]] and int(got["k"]) == int(want["k"])
