@@ -47,6 +47,9 @@ DESIGN_RULES = {
         "a Python object that outlives the call changed inside a tensor `if` or loop",
     "grows or shrinks inside the loop or `if` at":
         "a list that outlives the call grown with Python values inside a tensor `if` or loop",
+    # (this library's own rule: a `try` around graph ops runs its handler when the graph runs; docs/python-state.md)
+    "and does not exist when the handler ran":
+        "a value made in a `try` body around graph ops kept elsewhere than in its variables",
 }
 
 

@@ -322,6 +322,27 @@ def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
     return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
 
 
+def _kept_outside_a_try(p: Program) -> bool:
+    """A statement in the body of a `try` with handlers that stores a value elsewhere than in a variable: in a
+    list (`l.insert(0, v)`), an item or an attribute, or through a function changing objects the program never
+    names (`note(v)`). Where the body records graph ops, which may fail as the graph runs, such a value does not
+    exist on the handler's path, and reading it after the `try` (a later read of the list, the write-back of an
+    object that outlives the call) is refused."""
+    for t in ast.walk(p.fn):
+        if isinstance(t, ast.Try) and t.handlers:
+            for stmt in (n for b in t.body for n in ast.walk(b) if isinstance(n, ast.stmt)):
+                if _changes_outliving(stmt) or _stores_elsewhere(stmt):
+                    return True
+    return False
+
+
+def _stores_elsewhere(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets)
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+
+
 _LENGTH_CHANGES = frozenset({"append", "extend", "insert", "pop"})
 
 
@@ -416,6 +437,7 @@ RULES = {
         _changes_outliving_object_in_tensor_code,
     "a list that outlives the call grown with Python values inside a tensor `if` or loop":
         _python_grows_outliving_list,
+    "a value made in a `try` body around graph ops kept elsewhere than in its variables": _kept_outside_a_try,
 }
 
 
