@@ -92,16 +92,17 @@ class Watch:
         return [_contents(obj, kind) for obj, kind, _ in self.held] + \
             [_contents(c, object_kind(c)) for c, _, _ in self.arg_containers]
 
-    def check_unchanged(self, token: list, carried: bool = True) -> None:
+    def check_unchanged(self, token: list, carried: bool = True, inputs: frozenset = frozenset()) -> None:
         """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
         traced, so the change would be replayed whichever branch runs, however many times the loop runs.
         `carried`: graph values put in place of entries are allowed (the staged `if` or loop carries them); not
-        in an `except` clause run when the graph runs, which carries nothing but its variables."""
+        in an `except` clause run when the graph runs, which carries only its variables: entries set to one of
+        the values it starts from (`inputs`: ids; the converted code's `d['l'] = <d['l'] before the body>`)."""
         objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
         for (obj, kind), before in zip(objects, token):
             now = _contents(obj, kind)
             if not _same_items(now, before, kind) and _replayed(now, before, kind) and \
-                    not (carried and _staged_writes(now, before, kind)):
+                    not (carried and _staged_writes(now, before, kind)) and not _set_to(now, before, kind, inputs):
                 loc = user_location()
                 raise StateEffectError(
                     f"{_described(obj, now, before, kind)} that outlives the call is changed inside a tensor "
@@ -334,6 +335,13 @@ def _holds_graph(x: Any, depth: int = 0) -> bool:
     if depth < _MAX_DEPTH and object_kind(x) == "attrs":
         return any(_holds_graph(v, depth + 1) for v in vars(x).values())
     return False
+
+
+def _set_to(now: list, before: list, kind: str, inputs: frozenset) -> bool:
+    """Whether `now` differs from `before` only by entries set to objects among `inputs` (ids)."""
+    if not inputs or kind == "list" or [k for k, _ in now] != [k for k, _ in before]:
+        return False
+    return all(v is w or id(v) in inputs for (_, v), (_, w) in zip(now, before))
 
 
 def _staged_writes(now: list, before: list, kind: str) -> bool:

@@ -226,7 +226,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     # 1. Each handler, traced from the state before the body.
     branches, outs = [], []
     for i, (_, fn, _, _) in enumerate(handlers):
-        hb = Branch(f"except{i}", state, carries_objects=False)
+        hb = Branch(f"except{i}", state, carries_objects=False, inputs=tuple(inits))
         before = {id(v): (v, v[:]) for v in (*inits, *out_vars) if type(v) is list}
         out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *inits)), lambda: UNSET)
         # A Python list the handler changed in place keeps its items for the body's path; the handler's
