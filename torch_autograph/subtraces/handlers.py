@@ -187,7 +187,10 @@ def close(token: TryToken) -> None:
     """The body of `token` traced; so are those inside it whose bodies raised while traced (never closed)."""
     tries = token.state.open_tries
     if any(t is token for t in tries):
-        del tries[next(i for i, t in enumerate(tries) if t is token):]
+        k = next(i for i, t in enumerate(tries) if t is token)
+        for t in tries[k:]:
+            t.frame = None  # (the frame holds the token: no cycle kept past the body)
+        del tries[k:]
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
