@@ -50,6 +50,7 @@ DESIGN_RULES = {
     # (this library's own rule: a `try` around graph ops runs its handler when the graph runs; docs/python-state.md)
     "and does not exist when the handler ran":
         "a value made in a `try` body around graph ops kept elsewhere than in its variables",
+    "is rebound by the `finally:`": "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries",
 }
 
 

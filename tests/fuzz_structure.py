@@ -343,6 +343,21 @@ def _stores_elsewhere(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
 
 
+def _finally_rebinds_in_a_try(p: Program) -> bool:
+    """A `try` with handlers whose body holds a `try` with a `finally:` that assigns, deletes or changes a list
+    (`x = ...`, `l.pop()`): where the body's graph ops fail as the graph runs, that `finally:` runs before the
+    handler, which starts from the values before the body."""
+    for t in ast.walk(p.fn):
+        if isinstance(t, ast.Try) and t.handlers:
+            for inner in (n for b in t.body for n in ast.walk(b) if isinstance(n, ast.Try) and n.finalbody):
+                for n in (n for s in inner.finalbody for n in ast.walk(s)):
+                    if isinstance(n, (ast.Assign, ast.AugAssign, ast.Delete, ast.NamedExpr)) or (
+                            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                            and n.func.attr in _LENGTH_CHANGES):
+                        return True
+    return False
+
+
 _LENGTH_CHANGES = frozenset({"append", "extend", "insert", "pop"})
 
 
@@ -438,6 +453,7 @@ RULES = {
     "a list that outlives the call grown with Python values inside a tensor `if` or loop":
         _python_grows_outliving_list,
     "a value made in a `try` body around graph ops kept elsewhere than in its variables": _kept_outside_a_try,
+    "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries": _finally_rebinds_in_a_try,
 }
 
 

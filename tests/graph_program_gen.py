@@ -257,7 +257,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def wide_mutation(self, pad, indent, depth, in_loop, extra):
         # The values stored are tensors (graph values while tracing: replayed at every call); a Python value
         # stored in an object that outlives the call is written once, while tracing, as TensorFlow documents.
-        r, e = self.rng, f"({self.int_expr(1, extra)}) + a * 0"
+        # (`+ ZERO`, a tensor of the program's dtype: `a * 0` is a Python number where the program rebinds `a`)
+        r, e = self.rng, f"({self.int_expr(1, extra)}) + ZERO"
         return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
                           f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
                           f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
