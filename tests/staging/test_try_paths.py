@@ -386,3 +386,36 @@ def handler_reads_a_value_the_body_changed_first(a, i):
                                        "(a silent difference; needs the binding at each raising op, or a refusal)")
 def test_a_handler_reading_a_variable_the_body_rebound_before_the_failing_op():
     assert_same_outcomes(handler_reads_a_value_the_body_changed_first, [(T(1), T(1)), (T(1), T(5))])
+
+
+HIDDEN = {"n": T(0)}
+
+
+def _note(v):
+    HIDDEN["n"] = HIDDEN["n"] + v
+
+
+def finally_changes_a_list_and_a_dict(a, i):
+    # The `finally:` calls something, so its effects are also traced for when the node raises; that trace
+    # changed the list and the dict too, so the clause's Python run made its changes twice.
+    y = a * 1
+    xs = [a, a + 1, a + 2]
+    try:
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        y = y - 100
+        xs = [a, a]
+    finally:
+        _note(a)
+        del xs[0]
+    return y + len(xs) * 10 + HIDDEN["n"]
+
+
+def test_a_finally_traced_for_the_raise_path_changes_lists_and_objects_once():
+    f = ta.function(finally_changes_a_list_and_a_dict)
+    for i in (1, 5, 0):
+        got = []
+        for fn in (finally_changes_a_list_and_a_dict, f):
+            HIDDEN["n"] = T(0)
+            got.append((int(fn(T(2), T(i))), int(HIDDEN["n"])))
+        assert got[0] == got[1], (i, got)

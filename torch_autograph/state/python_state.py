@@ -112,6 +112,13 @@ class Watch:
                     f"code runs, and Python objects can only be updated after the call as a whole. Compute the "
                     f"new values in the branch or loop into local variables (tensors), and store them after it")
 
+    def restore_to(self, token: list) -> None:
+        """Put back what the followed objects held at `token` (a sub-trace whose Python effects run elsewhere)."""
+        objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
+        for (obj, kind), before in zip(objects, token):
+            if not _same_items(_contents(obj, kind), before, kind):
+                _assign(obj, kind, before)
+
     def restore(self) -> None:
         """Put back as they were before the trace the held objects it changed in a way replayed at each call
         (graph values written into them, items removed); additions of Python values stay, made once."""

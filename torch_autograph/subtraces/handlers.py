@@ -296,7 +296,18 @@ def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list
     its value where the exception was raised exists only while the graph runs."""
     fn, reads = final
     fb = Branch("finally", state)
-    fb.run(lambda: fn(*inits))
+    # The clause runs as Python after the `try` too: what this trace of it changes in Python lists and objects
+    # is put back (its effects on them would be made twice).
+    lists_before = [(v, v[:]) for v in inits if type(v) is list]
+    watch = state.root.python_state
+    token = watch.token() if watch is not None else None
+    try:
+        fb.run(lambda: fn(*inits))
+    finally:
+        for v, items in lists_before:
+            v[:] = items
+        if token is not None:
+            watch.restore_to(token)
     fb.graph.outputs = []
     eliminate_dead_code(fb.graph)
     # What outlives the call: a print or Python call, a write to a captured tensor (a Variable) or an input.
