@@ -45,6 +45,12 @@ DESIGN_RULES = {
     "a graph list holds tensors of one rank": "a list given elements of different ranks in a tensor `if` or loop",
     "that outlives the call is changed inside a tensor `if` or loop":
         "a Python object that outlives the call changed inside a tensor `if` or loop",
+    "grows or shrinks inside the loop or `if` at":
+        "a list that outlives the call grown with Python values inside a tensor `if` or loop",
+    # (this library's own rule: a `try` around graph ops runs its handler when the graph runs; docs/python-state.md)
+    "and does not exist when the handler ran":
+        "a value made in a `try` body around graph ops kept elsewhere than in its variables",
+    "is rebound by the `finally:`": "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries",
 }
 
 

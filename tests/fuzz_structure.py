@@ -322,6 +322,81 @@ def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
     return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
 
 
+def _kept_outside_a_try(p: Program) -> bool:
+    """A statement in the body of a `try` with handlers that stores a value elsewhere than in a variable: in a
+    list (`l.insert(0, v)`), an item or an attribute, or through a function changing objects the program never
+    names (`note(v)`). Where the body records graph ops, which may fail as the graph runs, such a value does not
+    exist on the handler's path, and reading it after the `try` (a later read of the list, the write-back of an
+    object that outlives the call) is refused."""
+    for t in ast.walk(p.fn):
+        if isinstance(t, ast.Try) and t.handlers:
+            for stmt in (n for b in t.body for n in ast.walk(b) if isinstance(n, ast.stmt)):
+                if _changes_outliving(stmt) or _stores_elsewhere(stmt):
+                    return True
+    return False
+
+
+def _stores_elsewhere(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Delete)):
+        targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets)
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+
+
+def _finally_rebinds_in_a_try(p: Program) -> bool:
+    """A `try` with handlers whose body holds a `try` with a `finally:` that assigns, deletes or changes a list
+    (`x = ...`, `l.pop()`): where the body's graph ops fail as the graph runs, that `finally:` runs before the
+    handler, which starts from the values before the body."""
+    for t in ast.walk(p.fn):
+        if isinstance(t, ast.Try) and t.handlers:
+            for inner in (n for b in t.body for n in ast.walk(b) if isinstance(n, ast.Try) and n.finalbody):
+                for n in (n for s in inner.finalbody for n in ast.walk(s)):
+                    if isinstance(n, (ast.Assign, ast.AugAssign, ast.Delete, ast.NamedExpr)) or (
+                            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                            and n.func.attr in _LENGTH_CHANGES):
+                        return True
+    return False
+
+
+_LENGTH_CHANGES = frozenset({"append", "extend", "insert", "pop"})
+
+
+def _python_grows_outliving_list(p: Program) -> bool:
+    """A list that outlives the call (`CAPL`, `d['l']`, `HIDL` through `push`) grown with Python values only
+    (`CAPL.append(3)`, `push(3)`), or shrunk (`pop`, `del`), inside a tensor-controlled statement or an
+    `except`/`else` of a `try` (or anywhere once a tensor `if` holds a jump): the graph decides how often that
+    runs, and the trace runs it once."""
+    jumps, inside = _tensor_controlled(p)
+    inside |= {id(c) for t in ast.walk(p.fn) if isinstance(t, ast.Try)
+               for part in ([h for h in t.handlers] + t.orelse) for c in ast.walk(part)}
+    return any((jumps or id(n) in inside) and _python_length_change(p, n) for n in p.statements())
+
+
+def _python_length_change(p: Program, stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Delete):
+        return any(isinstance(t, ast.Subscript) and _root(t.value) in _OUTLIVING for t in stmt.targets)
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    call = stmt.value
+    if isinstance(call.func, ast.Name):
+        return call.func.id == "push" and not any(p.tensor_valued(a) for a in call.args)
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _LENGTH_CHANGES
+            and _root(call.func.value) in _OUTLIVING):
+        return False
+    if call.func.attr == "pop":
+        return True
+    values = call.args[-1:]
+    if call.func.attr == "extend" and values and isinstance(values[0], ast.List):
+        values = values[0].elts
+    return bool(values) and not any(p.tensor_valued(v) for v in values)
+
+
+def _root(e: ast.AST) -> str | None:
+    while isinstance(e, (ast.Subscript, ast.Attribute)):
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else None
+
+
 def _changes_outliving(stmt: ast.stmt) -> bool:
     def root(e: ast.AST) -> str | None:
         while isinstance(e, (ast.Subscript, ast.Attribute)):
@@ -375,6 +450,10 @@ RULES = {
     "a list given elements of different ranks in a tensor `if` or loop": _ranks_differ_in_graph_list,
     "a Python object that outlives the call changed inside a tensor `if` or loop":
         _changes_outliving_object_in_tensor_code,
+    "a list that outlives the call grown with Python values inside a tensor `if` or loop":
+        _python_grows_outliving_list,
+    "a value made in a `try` body around graph ops kept elsewhere than in its variables": _kept_outside_a_try,
+    "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries": _finally_rebinds_in_a_try,
 }
 
 

@@ -33,10 +33,13 @@ so the same program is the reference three ways):
 - mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
-  set) inside and outside loops and branches, also by called functions that change objects
+  set; a list attribute and a dict item that exist before the call replaced by new ones, which must not make
+  the next call trace again) inside and outside loops and branches, also by called functions that change objects
   the program never names (`note`, `push`, `mark`: HID, HIDL, HOBJ); half the programs
   with one `return` return a `Box` object holding the results. The harness compares the
-  objects' state after each call (and the returned object's contents) with eager's.
+  objects' state after each call (and the returned object's contents) with eager's;
+- python_grow (not in `FEATURES`: its own test runs it): one of those lists grown with Python values (`CAPL.append(3)`, `push(3)`) under
+  a tensor condition: refused by design (`fuzz_structure` says which programs do it).
 
 `generate_pair(seed)` gives the program for int64 tensors and its `/` version
 for float64 tensors, as `program_gen.generate_pair` does.
@@ -55,6 +58,8 @@ WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "
 # branches (issue 22): on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
 # staged is refused by design (a StateEffectError, `fuzz_outcomes.DESIGN_RULES`).
 MUTATION = os.environ.get("TA_FUZZ_MUTATION", "1") != "0"
+# (python_grow is not among them: each of its programs is refused by design, beyond the long runs' bound on
+# those; its own test in tests/test_fuzz_graph.py runs it)
 FEATURES = program_gen.FEATURES | WIDE | (frozenset({"mutation"}) if MUTATION else frozenset())
 _WIDE_STMT_P = 0.3  # how often a statement is one of WIDE's (else one of program_gen's)
 _WIDE_COND_P = 0.25
@@ -115,7 +120,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
-                             "list_shapes", "deletes", "try_ops", "grow", "mutation") if k in f]
+                             "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow") if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
         return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
@@ -252,24 +257,41 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def wide_mutation(self, pad, indent, depth, in_loop, extra):
         # The values stored are tensors (graph values while tracing: replayed at every call); a Python value
         # stored in an object that outlives the call is written once, while tracing, as TensorFlow documents.
-        r, e = self.rng, f"({self.int_expr(1, extra)}) + a * 0"
+        # (`+ ZERO`, a tensor of the program's dtype: `a * 0` is a Python number where the program rebinds `a`)
+        r, e = self.rng, f"({self.int_expr(1, extra)}) + ZERO"
         return [r.choice((f"{pad}d['k'] = d['k'] + {e}", f"{pad}d['l'].append({e})", f"{pad}CAP['n'] = CAP['n'] + {e}",
                           f"{pad}CAPL.append({e})", f"{pad}if len(CAPL) > 1:\n{pad}    CAPL.pop()",
                           f"{pad}OBJ.n = OBJ.n + {e}", f"{pad}d['l'].extend([{e}, 1])",
                           f"{pad}CAPL[0] = CAPL[0] + {e}", f"{pad}if len(d['l']) > 2:\n{pad}    del d['l'][0]",
+                          # containers that exist before the call, replaced by new ones at each call (one trace)
+                          f"{pad}OBJ.items = [{e}, OBJ.items[1] + {e}]",
+                          f"{pad}CAP['sub'] = {{'v': CAP['sub']['v'] + {e}}}",
                           # a called function changing objects `prog` never names (HID, HIDL, HOBJ)
                           f"{pad}note({e})", f"{pad}push({e})", f"{pad}mark({e})"))]
 
+    def wide_python_grow(self, pad, indent, depth, in_loop, extra):
+        # A list that outlives the call grown with Python values under a tensor condition: eagerly at each call
+        # that takes the branch; the trace would run it once, whatever the graph decides, so it is refused
+        # (`fuzz_structure`'s rule says which programs break it). Never outside tensor code: there a Python value
+        # is written once, while tracing, as TensorFlow documents.
+        r = self.rng
+        cond = f"{r.choice(('a', 'b', 'c'))} {r.choice(('>', '<', '==', '!='))} {r.randint(-2, 4)}"
+        grow = r.choice((f"CAPL.append({r.randint(0, 9)})", f"d['l'].append({r.randint(0, 9)})",
+                         f"CAPL.extend([{r.randint(0, 9)}, {r.randint(0, 9)}])", f"push({r.randint(0, 9)})",
+                         f"CAPL.insert(0, {r.randint(0, 9)})"))
+        return [f"{pad}if {cond}:", f"{pad}    {grow}"]
+
     def program(self) -> str:
         source = super().program()
-        if "mutation" in self.features:
+        if "mutation" in self.features or "python_grow" in self.features:
             source = source.replace("def prog(a, b, c):", "def prog(a, b, c, d):")
         head = ["import torch", "import torch_autograph as ta", ""]
         if "variables" in self.features:
             head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
-        if "mutation" in self.features:
+        if "mutation" in self.features or "python_grow" in self.features:
             # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
             head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
+            head += [f"ZERO = torch.tensor(0, dtype={self.dtype})"]
             head += ["CAP = {'n': 0}", "CAPL = [0]", "", "", "class Obj:", "    n = 0", "", "", "OBJ = Obj()"]
             head += _HIDDEN
             # (only where that is the one return: an early one's tuple and a Box could not be merged)
@@ -321,8 +343,10 @@ def fresh_state(prog) -> dict:
     if "CAP" in g:
         g["CAP"].clear()
         g["CAP"]["n"] = 0
+        g["CAP"]["sub"] = {"v": g["ZERO"].clone()}
         g["CAPL"][:] = [0]
         g["OBJ"].n = 0
+        g["OBJ"].items = [g["ZERO"].clone(), g["ZERO"].clone()]
         g["HID"].clear()
         g["HID"]["n"] = 0
         g["HIDL"][:] = [0]
@@ -337,7 +361,7 @@ def state_of(prog, d) -> dict:
     if "V" in g:
         out["V"] = g["V"].read_value()
     if "CAP" in g:
-        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), g["OBJ"].n
+        out["CAP"], out["CAPL"], out["OBJ"] = dict(g["CAP"]), list(g["CAPL"]), (g["OBJ"].n, list(g["OBJ"].items))
         out["HID"], out["HIDL"], out["HOBJ"] = dict(g["HID"]), list(g["HIDL"]), g["HOBJ"].n
     if takes_dict(prog):
         out["d"] = {"k": d["k"], "l": list(d["l"])}

@@ -9,7 +9,8 @@ aliases in nested loops, loop variables first bound in one branch, 1-element
 conditions of rank 1-2, mixed `and`/`or`/`not`, walrus, type checks,
 `ta.Variable`s, lists with per-branch element shapes, deletes, and dict/list
 arguments, captured containers and objects changed inside and outside tensor
-loops and branches, their state compared after each call) runs on ints
+loops and branches, their state compared after each call; such a list grown
+with Python values under a tensor condition, refused by design) runs on ints
 against Python and eager PyTorch, and as its `/` version on floats with
 gradients against eager PyTorch, each trace reused on two more inputs; the
 rules are in tests/fuzz_graph_runs.py, the categories in tests/fuzz_outcomes.py.
@@ -89,6 +90,9 @@ CONSTRUCTS = [
     # Dict/list arguments and captured containers and objects changed, inside and outside tensor loops and
     # branches (issue 22); TA_FUZZ_MUTATION=0 leaves it out of the long runs.
     pytest.param("mutation"),
+    # A list that outlives the call grown with Python values under a tensor condition: refused by design, each
+    # program checked to do that (fuzz_structure).
+    pytest.param("python_grow"),
 ]
 
 

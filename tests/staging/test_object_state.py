@@ -175,3 +175,70 @@ def test_an_object_the_function_makes_and_returns_is_a_new_one_with_each_calls_v
         seen.append(cache)
     assert seen[0] is not seen[1] and seen[0].layers is not seen[1].layers  # each call its own, as eagerly
     assert torch.equal(seen[0].k, torch.full((2,), 2.0))  # the first call's object keeps its values
+
+
+class Items:
+    pass
+
+
+def _rebinds_a_list_in_one_branch(holder):
+    def f(a):
+        local = [a, a]
+        if a > 2:
+            local = [a + 1, a * 3]
+            holder.items = [a + 1, holder.items[1] + a]
+        return local[0] + local[1]
+    return f
+
+
+def test_a_list_of_tensors_rebound_to_a_new_list_in_one_branch_of_a_tensor_if():
+    # The list was made a graph list for the `if`, and the branch's new Python list was not: "must have the same
+    # nested structure" for a program eager runs (a local, and an attribute that outlives the call).
+    holders = [Items(), Items()]
+    for h in holders:
+        h.items = [torch.tensor(0), torch.tensor(0)]
+    eager, f = _rebinds_a_list_in_one_branch(holders[0]), ta.function(_rebinds_a_list_in_one_branch(holders[1]))
+    for v in (3, 1, 5, -2):
+        torch.testing.assert_close(f(torch.tensor(v)), eager(torch.tensor(v)))
+        assert type(holders[1].items) is list
+        torch.testing.assert_close(holders[1].items, holders[0].items)
+    assert f.experimental_get_tracing_count() == 1
+
+
+class Counter:
+    n = 0
+
+
+COUNTER = Counter()
+
+
+def _mark(v):
+    COUNTER.n = COUNTER.n + v
+
+
+def _fail(v):
+    raise ValueError("fail")
+
+
+def grows_then_changes_out_of_sight(a, d):
+    if a > 2:
+        d["k"] = d["k"] + a * 0
+    else:
+        try:
+            return _fail(a)
+        except ValueError:  # (raised while tracing: Python catches it)
+            d["l"].extend([a * 0, 1])
+        _mark(5 - a)  # found changed as the branch ends: the branch is traced again, carrying COUNTER.n
+    return a
+
+
+def test_a_branch_traced_again_to_carry_an_entry_leaves_nothing_of_its_first_trace():
+    # The first trace's graph value appended to `d["l"]` stayed there: "out of scope ... which raised Changed".
+    f = ta.function(grows_then_changes_out_of_sight)
+    for v in (3, 1, 5):
+        got, want = {"k": 0, "l": [1]}, {"k": 0, "l": [1]}
+        COUNTER.n = 0
+        want_out, want_n = grows_then_changes_out_of_sight(torch.tensor(v), want), COUNTER.n
+        COUNTER.n = 0
+        assert int(f(torch.tensor(v), got)) == int(want_out) and int(COUNTER.n) == int(want_n)
+        assert [int(x) for x in got["l"]] == [int(x) for x in want["l"]] and int(got["k"]) == int(want["k"])

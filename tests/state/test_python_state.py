@@ -231,3 +231,99 @@ def test_a_returned_object_holding_tensors_is_new_at_each_call_with_its_values()
         seen.append(got)
         torch.testing.assert_close(got.v, want.v)
         torch.testing.assert_close(got.w, want.w)
+
+
+def _changes_one_entry(d, o):
+    def f(x):
+        d["a"] = x * 2
+        o.a = x * 3
+        return x + 1
+    return f
+
+
+def test_entries_the_trace_did_not_change_keep_what_the_caller_put_there_between_calls():
+    # The write-back replaced the whole dict and every attribute with their contents at the end of the trace:
+    # `d["b"] = 2` by the caller between two calls was undone by the second call, silently.
+    states = [({"a": torch.zeros(2), "b": 1}, types.SimpleNamespace(a=torch.zeros(2), b=1)) for _ in range(2)]
+    fns = [_changes_one_entry(*states[0]), ta.function(_changes_one_entry(*states[1]))]
+    for i in range(3):
+        for (d, o), fn in zip(states, fns):
+            d["b"], o.b, o.c = i + 2, [i], i
+            fn(torch.full((2,), float(i)))
+        _assert_same_state(states[1][0], states[0][0])
+        _assert_same_state(vars(states[1][1]), vars(states[0][1]))
+    assert states[1][0]["b"] == 4 and states[1][1].c == 2
+
+
+class Holder:
+    def __init__(self, cache):
+        self.cache = cache
+        self.state = {"h": torch.zeros(())}
+
+
+def _replaces_containers(m, lst, d):
+    def f(x):
+        m.cache = [x * 2, m.cache[1] + x]
+        m.state = {"h": x.sum() + m.state["h"]}
+        lst[0] = lst[0] + x
+        d["sub"] = {"a": d["sub"]["a"] + x}
+        return x + 1
+    return f
+
+
+def _containers(cache):
+    return Holder(cache), [torch.zeros(2)], {"sub": {"a": torch.zeros(2)}}
+
+
+@pytest.mark.parametrize("cache, traces", [([torch.zeros(2), torch.ones(2)], 1), ([0, torch.ones(2)], 2)])
+def test_a_container_the_trace_itself_replaces_at_every_call_does_not_trace_again(cache, traces):
+    # Each call writes new containers (and a new tensor into a list item); they were guarded by identity, so
+    # every call traced again. What the trace could see of them is checked instead: their structure, Python
+    # values and tensor types (the tensors it reads are read at each call). A first trace that saw another
+    # structure (a Python 0 where each call then stores a tensor) traces once more.
+    states = [_containers(list(cache)) for _ in range(2)]
+    eager, f = _replaces_containers(*states[0]), ta.function(_replaces_containers(*states[1]))
+    for i in range(4):
+        x = torch.full((2,), float(i))
+        torch.testing.assert_close(f(x), eager(x))
+        for got, want in zip(states[1], states[0]):
+            _assert_same_state(vars(got) if isinstance(got, Holder) else got,
+                               vars(want) if isinstance(want, Holder) else want)
+    assert f.experimental_get_tracing_count() == traces
+
+
+def test_a_container_the_caller_replaces_with_other_contents_traces_again_naming_it():
+    states = [_containers([torch.zeros(2), torch.ones(2)]) for _ in range(2)]
+    eager, f = _replaces_containers(*states[0]), ta.function(_replaces_containers(*states[1]))
+    three = [torch.zeros(2), torch.ones(2), torch.zeros(2)]
+    for i, new in enumerate((None, three, three, [0, torch.ones(2)])):
+        for m, _, _ in states:
+            if new is not None:  # (one more item; the same structure again; a Python number for a tensor)
+                m.cache = list(new)
+        x = torch.full((2,), float(i))
+        torch.testing.assert_close(f(x), eager(x))
+        _assert_same_state(vars(states[1][0]), vars(states[0][0]))
+    assert f.experimental_get_tracing_count() == 3
+    reasons = [" ".join(e.reasons) for e in f.trace_history()]
+    assert "Holder.cache holds other contents than when it was traced" in reasons[1], reasons
+
+
+def _logs_then_fails(log):
+    def f(x, i):
+        log.append(x.sum())
+        return x + torch.arange(3)[i]  # fails for i out of range, as the graph runs
+    return f
+
+
+@pytest.mark.xfail(strict=True, reason="a call whose graph raises applies none of its effects on Python objects, "
+                                       "eagerly those made before the raise stay (a silent difference)")
+def test_effects_made_before_a_run_time_error_stay_as_eagerly():
+    logs = [[], []]
+    fns = [_logs_then_fails(logs[0]), ta.function(_logs_then_fails(logs[1]))]
+    for i in (1, 5):
+        for fn in fns:
+            try:
+                fn(torch.ones(()), torch.tensor(i))
+            except IndexError:
+                pass
+        assert len(logs[1]) == len(logs[0]), i

@@ -22,6 +22,7 @@ from ..subtraces import (
     FirstAssignedInBranch,
     check_condition,
     close_try,
+    finally_starts,
     quoted,
     raised_by_the_library,
     stage_cond,
@@ -142,6 +143,10 @@ class TorchStagingBackend:
                     if undefined and _raised_by_user_code(e):
                         raise _traced_branch_error(e, origin) from e
                     raise
+                # A list of tensors made a graph list for this `if` and rebound by the branch to a new Python
+                # list of tensors (`l = [a, b]`, `self.items = [...]`): a graph list too, as on the other path.
+                out = tuple(lists.new_list(o) if isinstance(v, GraphList) and type(o) is list and _is_tensor_list(o)
+                            else o for v, o in zip(init_vars, out))
                 # Changed in place, or replaced by a graph list (an inner `if` or loop changed it).
                 changed = {i: items for i, items in snapshots.items()
                            if _changed(init_vars[i], items) or isinstance(out[i], GraphList)}
@@ -207,8 +212,12 @@ class TorchStagingBackend:
         if token is not None:
             close_try(token)
 
-    def try_begin(self, init_vars: tuple) -> tuple:
-        return init_vars + (try_begin(init_vars),)  # (handlers see AutoGraph's placeholders)
+    def try_begin(self, init_vars: tuple, frame: Any = None) -> tuple:
+        return init_vars + (try_begin(init_vars, frame),)  # (handlers see AutoGraph's placeholders)
+
+    def finally_starts(self, frame: Any) -> None:
+        """A `finally:` of the converted code running in `frame` starts, its `try` body over without raising."""
+        finally_starts(frame, lambda: map_origin(frame.f_code.co_filename, frame.f_lineno))
 
     def try_end(self, token: Any, out_vars: tuple, names: Sequence[str], catches: Sequence[tuple],
                 has_else: bool, origin: Origin, unused_after: Sequence[str] = (),

@@ -116,7 +116,7 @@ class Objects:
             yield result
             if inside and detect:
                 found = self._changes(before, result)
-            abandoned = False
+            abandoned = bool(found)  # (found: the sub-trace runs again, carrying them; this one is dropped)
         finally:
             if inside:  # nothing of the sub-graph may stay in the objects
                 self._restore(before, abandoned)

@@ -1,16 +1,14 @@
 """State that graphs read and update at every call: Variable, GradientTape, TensorArray, optimizers."""
 
+from .captures import global_names, users_function, watch_captures
 from .module_guards import ModuleStructure, module_structure, roots_of
 from .python_state import (
     StateEffectError,
     StateEffects,
     Watch,
-    global_names,
     object_kind,
     plan_effects,
     returned_objects,
-    users_function,
-    watch_captures,
 )
 from .state_reads import ReadPlan, StateReads, plan_reads
 from .tape import GradientTape, UnconnectedGradients

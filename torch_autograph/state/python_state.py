@@ -22,7 +22,6 @@ Two kinds of objects are followed:
 from __future__ import annotations
 
 import copy
-import dis
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from typing import Any
 import torch
 
 from ..tracing import SYMBOLIC, GraphList, Traced, user_location
+from .captures import MISSING as _MISSING
+from .captures import Bindings
 
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 _NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
@@ -92,21 +93,31 @@ class Watch:
         return [_contents(obj, kind) for obj, kind, _ in self.held] + \
             [_contents(c, object_kind(c)) for c, _, _ in self.arg_containers]
 
-    def check_unchanged(self, token: list) -> None:
+    def check_unchanged(self, token: list, carried: bool = True, inputs: frozenset = frozenset()) -> None:
         """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
-        traced, so the change would be replayed whichever branch runs, however many times the loop runs."""
+        traced, so the change would be replayed whichever branch runs, however many times the loop runs.
+        `carried`: graph values put in place of entries are allowed (the staged `if` or loop carries them); not
+        in an `except` clause run when the graph runs, which carries only its variables: entries set to one of
+        the values it starts from (`inputs`: ids; the converted code's `d['l'] = <d['l'] before the body>`)."""
         objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
         for (obj, kind), before in zip(objects, token):
             now = _contents(obj, kind)
             if not _same_items(now, before, kind) and _replayed(now, before, kind) and \
-                    not _staged_writes(now, before, kind):
+                    not (carried and _staged_writes(now, before, kind)) and not _set_to(now, before, kind, inputs):
                 loc = user_location()
                 raise StateEffectError(
                     f"{_described(obj, now, before, kind)} that outlives the call is changed inside a tensor "
-                    f"`if` or loop"
+                    f"`if` or loop{'' if carried else ' (an `except` clause run when the graph runs)'}"
                     f"{f' ({loc})' if loc else ''}: the graph decides at run time whether (and how often) that "
                     f"code runs, and Python objects can only be updated after the call as a whole. Compute the "
                     f"new values in the branch or loop into local variables (tensors), and store them after it")
+
+    def restore_to(self, token: list) -> None:
+        """Put back what the followed objects held at `token` (a sub-trace whose Python effects run elsewhere)."""
+        objects = [(obj, kind) for obj, kind, _ in self.held] + [(c, object_kind(c)) for c, _, _ in self.arg_containers]
+        for (obj, kind), before in zip(objects, token):
+            if not _same_items(_contents(obj, kind), before, kind):
+                _assign(obj, kind, before)
 
     def restore(self) -> None:
         """Put back as they were before the trace the held objects it changed in a way replayed at each call
@@ -117,43 +128,6 @@ class Watch:
                 _assign(obj, kind, contents)
 
 
-class Bindings:
-    """The module globals (`global g`) or closure cells (`nonlocal n`) a function rebinds, followed like an
-    object's attributes: a graph value bound to one of them is written back after each call."""
-
-    def __init__(self, what: str, slots: dict) -> None:
-        self.what = what  # "global" or "nonlocal"
-        self.slots = slots  # name -> the module's namespace (a global) or the cell (a nonlocal)
-
-    def contents(self) -> list:
-        out = []
-        for name, slot in self.slots.items():
-            if isinstance(slot, dict):
-                out.append((name, slot.get(name, _MISSING)))
-                continue
-            try:
-                out.append((name, slot.cell_contents))
-            except ValueError:  # an empty cell: the name is not bound yet
-                out.append((name, _MISSING))
-        return out
-
-    def assign(self, contents: list) -> None:
-        for name, value in contents:
-            slot = self.slots[name]
-            if isinstance(slot, dict):
-                if value is _MISSING:
-                    slot.pop(name, None)
-                else:
-                    slot[name] = value
-            elif value is _MISSING:
-                try:
-                    del slot.cell_contents
-                except ValueError:
-                    pass
-            else:
-                slot.cell_contents = value
-
-
 def _described(obj: Any, now: list, before: list, kind: str) -> str:
     """`a dict`, or `the global 'g'` / `the nonlocal 'n'` (the names a trace rebound)."""
     if kind != "names":
@@ -161,73 +135,6 @@ def _described(obj: Any, now: list, before: list, kind: str) -> str:
     old = dict(before)
     names = [k for k, v in now if old.get(k, _MISSING) is not v]
     return f"the {obj.what} {', '.join(repr(n) for n in names)}"
-
-
-_MAX_CALLEES = 3  # functions followed into from the traced one (`f` calls `note`, which changes a global dict)
-
-
-def watch_captures(fn: Any, watch: Watch, depth: int = 0, seen: set | None = None) -> None:
-    """Hold the lists, dicts and plain objects `fn` reads from its closure and its globals, and the globals and
-    closure variables it rebinds; the same for the user's functions it names there (a called `note(v)` that
-    changes a dict `fn` never names). A module (`ta.function(model)`): itself (its submodules too), and what its
-    `forward` reads."""
-    if isinstance(fn, torch.nn.Module):
-        watch.hold(fn)
-        fn = type(fn).forward
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    seen = set() if seen is None else seen
-    if code is None or id(code) in seen:
-        return
-    seen.add(id(code))
-    stored_globals, stored_cells = _rebound(code)
-    glob = getattr(fn, "__globals__", {})
-    if stored_globals and isinstance(glob, dict):
-        watch.hold(Bindings("global", {n: glob for n in sorted(stored_globals)}))
-    cells = {n: c for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in stored_cells}
-    if cells:
-        watch.hold(Bindings("nonlocal", cells))
-    named = []
-    for cell in fn.__closure__ or ():
-        try:
-            named.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    glob = getattr(fn, "__globals__", {})
-    named.extend(glob[name] for name in global_names(code) if name in glob)
-    for value in named:
-        watch.hold(value)
-        if depth < _MAX_CALLEES and users_function(value):
-            watch_captures(value, watch, depth + 1, seen)
-
-
-def users_function(value: Any) -> bool:
-    """A Python function of the user's (not of torch or of this library: their state is staged)."""
-    return isinstance(value, types.FunctionType) and \
-        not (value.__module__ or "").startswith(("torch.", "torch_autograph"))
-
-
-def _rebound(code: types.CodeType) -> tuple[set, set]:
-    """(global names, free variable names) that `code` or the code nested in it assigns or deletes."""
-    globals_, cells = set(), set()
-    for ins in dis.get_instructions(code):
-        if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            globals_.add(ins.argval)
-        elif ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
-            cells.add(ins.argval)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            more_globals, more_cells = _rebound(c)
-            globals_ |= more_globals
-            cells |= more_cells & set(c.co_freevars)
-    return globals_, cells
-
-
-def global_names(code: types.CodeType):
-    yield from code.co_names
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from global_names(c)
 
 
 def object_kind(obj: Any) -> str | None:
@@ -316,9 +223,6 @@ def _replayed(now: list, before: list, kind: str) -> bool:
     return any(_holds_graph(v) for k, v in new.items() if old.get(k, _MISSING) is not v)
 
 
-_MISSING = object()
-
-
 def _holds_graph(x: Any, depth: int = 0) -> bool:
     """A graph tensor or run-time number, or a list, tuple or dict holding one."""
     if isinstance(x, SYMBOLIC):  # (a run-time number the tracer made is Traced too)
@@ -332,6 +236,13 @@ def _holds_graph(x: Any, depth: int = 0) -> bool:
     if depth < _MAX_DEPTH and object_kind(x) == "attrs":
         return any(_holds_graph(v, depth + 1) for v in vars(x).values())
     return False
+
+
+def _set_to(now: list, before: list, kind: str, inputs: frozenset) -> bool:
+    """Whether `now` differs from `before` only by entries set to objects among `inputs` (ids)."""
+    if not inputs or kind == "list" or [k for k, _ in now] != [k for k, _ in before]:
+        return False
+    return all(v is w or id(v) in inputs for (_, v), (_, w) in zip(now, before))
 
 
 def _staged_writes(now: list, before: list, kind: str) -> bool:
@@ -376,7 +287,10 @@ class StateEffects:
     """The effects of one trace on Python objects: applied after each call, with the guard they need."""
 
     on_args: tuple  # (path, kind, item plans) per changed argument container
-    on_held: tuple  # (object, kind, item plans, append_only) per changed held object
+    # (object, kind, item plans, how) per changed held object; how: "extend" (a list the trace only appended to),
+    # "replace" (the plans give all its contents), or the keys the trace removed (the plans give the entries it
+    # set: the others keep what the caller put there between calls)
+    on_held: tuple
     guard: tuple  # (object, kind, items or (key, value)s before the trace) that must hold at the start of a call
     n_outputs: int  # graph outputs at the end of the graph that are effect values
     on_results: tuple = ()  # (index among the results, plan) per returned object holding graph values
@@ -389,25 +303,20 @@ class StateEffects:
         return tuple(results)
 
     def guard_holds(self) -> bool:
-        """Whether each guarded entry holds what it held when traced (scalars by value, the rest by identity)."""
-        for obj, kind, checks in self.guard:
-            if kind == "module":
-                obj = obj()
-                if obj is None:
-                    return False
-            if kind == "list":
-                now = _contents(obj, kind)
-                if len(now) != len(checks) or not all(_same_value(v, w) for v, w in zip(now, checks)):
-                    return False
-            else:
-                now = dict(_contents(obj, kind))
-                if not all(_same_value(now.get(k, _MISSING), w) for k, w in checks):
-                    return False
-        return True
+        """Whether each guarded entry holds what the trace could see of it (`_like`)."""
+        return all(_entries_fit(obj, kind, checks) for obj, kind, checks in self.guard)
 
     def guard_reason(self) -> str:
-        names = ", ".join(sorted({type(obj() if kind == "module" else obj).__name__ for obj, kind, _ in self.guard}))
-        return f"a {names} the trace changed holds other contents than when it was traced"
+        for obj, kind, checks in self.guard:
+            if not _entries_fit(obj, kind, checks):
+                obj = obj() if kind == "module" else obj
+                name = type(obj).__name__
+                if obj is None or kind == "list":
+                    return f"a {name} the trace changed holds other contents than when it was traced"
+                key = next((k for k, w in checks if not _fits(dict(_contents(obj, kind)).get(k, _MISSING), w)), None)
+                at = f"{name}[{key!r}]" if kind == "dict" else f"{name}.{key}"
+                return f"{at} holds other contents than when it was traced"
+        return "a Python object the trace changed holds other contents than when it was traced"
 
     def apply(self, outs: tuple, bound: dict | None) -> None:
         """Write this call's values into the objects (all resolved before the first write)."""
@@ -415,37 +324,102 @@ class StateEffects:
         for path, kind, plans in self.on_args:
             if bound is None:
                 continue  # (the fast path: no containers among the arguments)
-            writes.append((_at_path(bound, path), kind, [_resolve(p, outs, bound) for p in plans], False))
-        for obj, kind, plans, append_only in self.on_held:
+            writes.append((_at_path(bound, path), kind, [_resolve(p, outs, bound) for p in plans], "replace"))
+        for obj, kind, plans, how in self.on_held:
             if kind == "module":
                 obj = obj()
                 if obj is None:
                     continue  # (collected: nothing to write to)
-            writes.append((obj, kind, [_resolve(p, outs, bound) for p in plans], append_only))
-        for obj, kind, items, append_only in writes:
-            if append_only:
+            writes.append((obj, kind, [_resolve(p, outs, bound) for p in plans], how))
+        for obj, kind, items, how in writes:
+            if how == "extend":
                 obj.extend(items)
-            else:
+            elif how == "replace":
                 _assign(obj, kind, items)
+            else:
+                _update(obj, kind, items, how)
 
 
-def _same_value(v: Any, w: Any) -> bool:
-    return v is w or (type(v) is type(w) and type(v) in _SCALARS and v == w)
-
-
-def _guarded(now: list, before: list, kind: str, captured: set) -> list:
-    """What a call must find to run this trace. A list: all its items (positions shift). A dict or object: the
-    entries the trace changed whose old value it may have read — a Python value (read while tracing), a
-    tensor the graph captured (read by reference: another tensor there would not be seen); an old tensor the
-    graph did not read, overwritten, needs no check."""
+def _entries_fit(obj: Any, kind: str, checks: list) -> bool:
+    if kind == "module":
+        obj = obj()
+        if obj is None:
+            return False
     if kind == "list":
-        return list(before)
+        now = _contents(obj, kind)
+        return len(now) == len(checks) and all(_fits(v, w) for v, w in zip(now, checks))
+    now = dict(_contents(obj, kind))
+    return all(_fits(now.get(k, _MISSING), w) for k, w in checks)
+
+
+def _like(w: Any, captured: set, kept: set, depth: int = 0) -> tuple:
+    """What a call must find in place of `w`, an entry the trace changed: `w` itself where the graph reads it
+    by reference (a captured tensor) or the write-back keeps it (`kept`: ids); otherwise what the trace could
+    see of it. A Python scalar by value; another tensor of its type, dtype, shape, device and requires_grad (the
+    graph reads the tensors of an entry at every call: state_reads.py); a list, tuple or dict the same of each
+    item. So a container the trace itself replaces at every call (`self.cache = [h]`) needs no new trace."""
+    t = type(w)
+    if id(w) in kept or id(w) in captured or depth > _MAX_DEPTH:
+        return ("is", w)
+    if t in _SCALARS:
+        return ("eq", w)
+    if t is torch.Tensor:
+        return ("tensor", w.dtype, tuple(w.shape), w.device, w.requires_grad)
+    if t in (list, tuple):
+        return ("seq", t, tuple(_like(x, captured, kept, depth + 1) for x in w))
+    if t is dict:
+        return ("dict", tuple((k, _like(x, captured, kept, depth + 1)) for k, x in w.items()))
+    return ("is", w)
+
+
+def _fits(v: Any, like: Any) -> bool:
+    if type(like) is not tuple:  # (an entry the trace created: `_MISSING`)
+        return v is like
+    tag = like[0]
+    if tag == "is":
+        return v is like[1]
+    if tag == "eq":
+        return type(v) is type(like[1]) and v == like[1]
+    if tag == "tensor":
+        return type(v) is torch.Tensor and (v.dtype, tuple(v.shape), v.device, v.requires_grad) == like[1:]
+    if tag == "seq":
+        return type(v) is like[1] and len(v) == len(like[2]) and all(_fits(x, w) for x, w in zip(v, like[2]))
+    return type(v) is dict and len(v) == len(like[1]) and all(
+        k in v and _fits(v[k], w) for k, w in like[1])
+
+
+def _update(obj: Any, kind: str, items: list, removed: tuple) -> None:
+    """Set the entries `items` and remove the keys `removed` of a dict or an object, leaving the others."""
+    if kind == "dict":
+        for k in removed:
+            obj.pop(k, None)
+        obj.update(items)
+        return
+    if kind == "names":  # (each name is listed, a deleted one as missing)
+        obj.assign(items)
+        return
+    d = vars(obj)
+    for k in removed:
+        if k in d:
+            delattr(obj, k)
+    for k, v in items:
+        if k not in d or d[k] is not v:
+            setattr(obj, k, v)
+
+
+def _guarded(now: list, before: list, kind: str, captured: set, kept: set) -> list:
+    """What a call must find to run this trace (`_like` of each). A list: all its items (positions shift). A
+    dict or object: the entries the trace changed whose old value it may have read — a Python value (read while
+    tracing), a tensor the graph captured (read by reference: another tensor there would not be seen), a
+    container; an old tensor the graph did not read, overwritten, needs no check."""
+    if kind == "list":
+        return [_like(w, captured, kept) for w in before]
     new, old = dict(now), dict(before)
     # An entry the trace created holding a graph tensor must still be missing: the trace may have tested for it
     # (`if "h" not in state`), and a call that finds it traces again, reading it then. (Not a list or an object
     # made there: it would be another one at each call, which the next trace would then guard by identity.)
     created = [(k, _MISSING) for k, v in now if k not in old and isinstance(v, (torch.Tensor, *SYMBOLIC))]
-    return [(k, w) for k, w in before if new.get(k, _MISSING) is not w and
+    return [(k, _like(w, captured, kept)) for k, w in before if new.get(k, _MISSING) is not w and
             (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))] + created
 
 
@@ -482,6 +456,16 @@ def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
     return kind(values)
 
 
+def _entries_set(now: list, before: list) -> Any:
+    """How a dict's or an object's change is written back: the keys it removed (a tuple; the entries it set
+    are written, the others left as the caller has them), or "replace" where the order of its keys changed."""
+    old = dict(before)
+    kept = [k for k, _ in now if k in old]
+    if kept != [k for k, _ in before if k in dict(now)] or any(k not in old for k, _ in now[:len(kept)]):
+        return "replace"
+    return tuple(k for k, _ in before if k not in dict(now))
+
+
 def returned_objects(flat_results: list) -> list[tuple[int, Any]]:
     """(index, object) of the results that are objects holding graph values (a returned cache)."""
     return [(i, r) for i, r in enumerate(flat_results) if object_kind(r) == "attrs" and _holds_graph(r)]
@@ -504,20 +488,30 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
         now = _contents(container, kind)
         if not _same_items(now, before, kind):
             on_args.append((path, kind, tuple(planner.item(kv, kind) for kv in now)))
-    on_held, guard = [], []
+    on_held, guarded = [], []
     for obj, kind, now, before in finals:
         if _same_items(now, before, kind) or not _replayed(now, before, kind):
             continue
         append_only = kind == "list" and len(now) > len(before) and _same_items(now[:len(before)], before, kind)
-        items = now[len(before):] if append_only else now
+        how = "extend" if append_only else _entries_set(now, before) if kind != "list" else "replace"
+        if append_only:
+            items = now[len(before):]
+        elif how == "replace":
+            items = now
+        else:
+            old = dict(before)
+            items = [(k, v) for k, v in now if old.get(k, _MISSING) is not v]
         # A module weakly: a trace must not keep alive the instance of the method it traced (which holds its
         # Function weakly).
         ref = weakref.ref(obj) if kind == "module" else obj
-        on_held.append((ref, kind, tuple(planner.item(kv, kind) for kv in items), append_only))
+        on_held.append((ref, kind, tuple(planner.item(kv, kind) for kv in items), how))
         if not append_only:
-            checks = _guarded(now, before, kind, captured)
-            if checks:
-                guard.append((ref, kind, checks))
+            guarded.append((ref, kind, now, before))
+    guard = []
+    for ref, kind, now, before in guarded:  # (after planning: the objects the write-back keeps are known)
+        checks = _guarded(now, before, kind, captured, planner.kept)
+        if checks:
+            guard.append((ref, kind, checks))
     on_results = tuple((i, planner.value(r, 0)) for i, r in results)
     if not on_args and not on_held and not on_results:
         return None
@@ -529,6 +523,11 @@ class _Planner:
         self.paths, self.held_ids, self.to_output = paths, held_ids, to_output
         self.n_outputs = 0
         self._outputs: dict[int, int] = {}
+        self.kept: set[int] = set()  # ids of the objects the write-back stores as they were when traced
+
+    def _kept(self, x: Any) -> tuple:
+        self.kept.add(id(x))
+        return ("obj", x)
 
     def item(self, kv: Any, kind: str) -> tuple:
         if kind == "list":
@@ -556,19 +555,19 @@ class _Planner:
                 self.n_outputs += 1
             return ("out", self._outputs[id(x)])
         if id(x) in self.held_ids or isinstance(x, _SCALARS) or isinstance(x, torch.Tensor):
-            return ("obj", x)
+            return self._kept(x)
         t = type(x)
         if t in (list, tuple, torch.Size) or (isinstance(x, tuple) and hasattr(x, "_fields")):
             plans = [self.value(v, depth + 1) for v in x]
             if all(p[0] == "obj" for p in plans):
-                return ("obj", x)
+                return self._kept(x)
             if t not in (list, tuple, torch.Size):
                 return ("new", lambda vs, t=t: t(*vs), (), plans)
             return ("new", t, (), plans)
         if t is dict:
             plans = [self.value(v, depth + 1) for v in x.values()]
             if all(p[0] == "obj" for p in plans):
-                return ("obj", x)
+                return self._kept(x)
             return ("new", dict, tuple(x.keys()), plans)
         if depth < _MAX_DEPTH and object_kind(x) == "attrs" and _holds_graph(x, depth):
             # An object the trace made (a cache) holding graph values: a shallow copy of it at every call, with
@@ -580,7 +579,7 @@ class _Planner:
             raise StateEffectError(f"a new {t.__name__} holding graph tensors is stored in a Python object "
                                    f"that outlives the call{_where()}: it can not be rebuilt at every call. "
                                    f"Store its tensors in a dict or a list, or return them")
-        return ("obj", x)
+        return self._kept(x)
 
 
 def _where() -> str:

@@ -15,12 +15,12 @@ from .branches import UNSET, number_to_tensor, quoted
 from .cond import check as check_condition
 from .cond import cond as stage_cond
 from .handlers import close as close_try
-from .handlers import try_begin, try_end
+from .handlers import finally_starts, try_begin, try_end
 from .raises import raised_by_the_library
 from .user_ops import cond, label_of, print, py_function, shape, while_loop
 from .while_loop import FirstAssignedInBranch
 from .while_loop import while_loop as stage_while
 
-__all__ = ["FirstAssignedInBranch", "UNSET", "check_condition", "close_try", "cond", "label_of", "number_to_tensor",
-           "print", "py_function", "quoted", "raised_by_the_library", "shape", "stage_cond", "stage_while", "try_begin",
-           "try_end", "while_loop"]
+__all__ = ["FirstAssignedInBranch", "UNSET", "check_condition", "close_try", "cond", "finally_starts", "label_of",
+           "number_to_tensor", "print", "py_function", "quoted", "raised_by_the_library", "shape", "stage_cond",
+           "stage_while", "try_begin", "try_end", "while_loop"]

@@ -107,9 +107,14 @@ def where(origin: SourceLocation | None) -> str:
 class Branch:
     """One traced sub-graph and the state that recorded it."""
 
-    def __init__(self, name: str, outer: TraceState) -> None:
+    def __init__(self, name: str, outer: TraceState, carries_objects: bool = True, inputs: tuple = ()) -> None:
         self.graph = Graph(outer.fresh_name(name))
         self.outer = outer
+        # Whether the staged op carries the entries of Python objects it sets to graph values (an `if`, a loop:
+        # staging/object_state.py), or refuses any change to them (an `except` clause) but setting one to a
+        # value it starts from (`inputs`: the state the converted code puts back in its attributes and items)
+        self.carries_objects = carries_objects
+        self.inputs = frozenset(id(v) for v in inputs)
         self.lifted: set[int] = set()
         self.state: TraceState | None = None
 
@@ -144,7 +149,7 @@ class Branch:
                 self.state.failed = e  # a value of this trace used later says so (messages.leaked_tensor_error)
             raise
         if token is not None:
-            watch.check_unchanged(token)
+            watch.check_unchanged(token, self.carries_objects, self.inputs)
         return out
 
     def record(self, fn: Callable[[], Any]) -> Any:

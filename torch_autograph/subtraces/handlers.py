@@ -18,7 +18,9 @@ object) does not exist when a handler ran: using it is refused at its line.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import linecache
 from typing import Any, Sequence
 
 import torch
@@ -67,23 +69,128 @@ class TryToken:
     start: int
     init_vars: tuple
     lists: dict  # index -> the items of a Python list among init_vars, before the body
+    frame: Any = None  # the frame of the converted code running the `try`
+    # the names (`x`, `obj.attr`) the `finally:` clauses that started inside the body after graph ops rebind ->
+    # (the user's line of the first, what the name held as it started) (`finally_starts`)
+    finally_rebinds: dict = dataclasses.field(default_factory=dict)
 
 
-def try_begin(init_vars: tuple) -> TryToken | None:
+def try_begin(init_vars: tuple, frame: Any = None) -> TryToken | None:
     state = current()
     if state is None:
         return None
     token = TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
-                                                                 if type(v) is list})
+                                                                 if type(v) is list}, frame)
     state.open_tries.append(token)
     return token
+
+
+def finally_starts(frame: Any, origin: Any) -> None:
+    """A `finally:` running in `frame` starts, its own body over without raising. Inside the body of a staged
+    `try` (of the same function, or of a branch or loop body of it), after graph ops that may fail as the graph
+    runs: on that path it runs too, before the handler, so what it rebinds is not what the handler's path
+    starts from (the state before the body). The names it rebinds are noted on that `try`."""
+    state = current()
+    outer, tokens = state, []
+    while outer is not None:
+        tokens += [t for t in outer.open_tries if t.frame is not None and _runs_in(frame, t.frame) and (
+            outer is not state or len(outer.graph.nodes) > t.start)]
+        outer = outer.parent
+    if not tokens:
+        return
+    names = _rebound_by_finally(frame)
+    if names:
+        where_ = origin()
+        for token in tokens:
+            for name in names:
+                token.finally_rebinds.setdefault(name, (where_, _value_in(frame, name)))
+
+
+def _runs_in(frame: Any, outer: Any) -> bool:
+    """Whether `frame` is `outer`, or runs a function defined inside `outer`'s (a converted branch or loop body)
+    that `outer` called: a function it calls otherwise has names of its own."""
+    code, f = outer.f_code, frame
+    while f is not None and f is not outer:
+        if not _nested_in(f.f_code, code):
+            return False
+        f = f.f_back
+        while f is not None and f is not outer and not _nested_in(f.f_code, code):
+            f = f.f_back  # (the library's frames between: the staged `if` or loop calling the body)
+    return f is outer
+
+
+def _nested_in(code: Any, outer: Any) -> bool:
+    return any(c is code or (isinstance(c, type(outer)) and _nested_in(code, c)) for c in outer.co_consts)
+
+
+def _rebound_by_finally(frame: Any) -> set[str]:
+    """The names (`x`, `obj.attr`, `d['k']`) the `finally:` clause of the generated code that `frame` is
+    starting (its first statement is on `frame.f_lineno`) assigns or deletes."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(frame.f_code.co_filename)))
+    except SyntaxError:
+        return set()
+    clause = next((n.finalbody for n in ast.walk(tree) if isinstance(n, ast.Try) and n.finalbody
+                   and n.finalbody[0].lineno == frame.f_lineno), None)
+    if clause is None:
+        return set()
+    names: set[str] = set()
+    todo = list(clause)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # (a converted branch or loop body: what it gives back is assigned here)
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id if isinstance(node, ast.Name) else ast.unparse(node))
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+_UNKNOWN = object()
+
+
+def _value_in(frame: Any, name: str) -> Any:
+    """What the state name `name` (`x`, `obj.attr`) is bound to in `frame` now; `_UNKNOWN` if that is not known."""
+    parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return _UNKNOWN
+    scope = {**frame.f_globals, **frame.f_locals}
+    if parts[0] not in scope:
+        return _UNKNOWN
+    v = scope[parts[0]]
+    for p in parts[1:]:
+        d = getattr(v, "__dict__", None)
+        if type(d) is not dict or p not in d:
+            return _UNKNOWN
+        v = d[p]
+    return v
+
+
+def _check_finally_rebinds(token: TryToken, names: Sequence[str], out_vars: tuple, label: str) -> None:
+    """Refuse a state name that a `finally:` inside the body rebinds after graph ops it follows (see
+    `finally_starts`): where those ops fail as the graph runs, the handler's path needs the value that `finally:`
+    gave it, which the graph does not have (the handler's path starts from the state before the body). One
+    the converted code only hands through it (the value it had as the clause started) needs nothing."""
+    for name, after in zip(names, out_vars):
+        origin, then = token.finally_rebinds.get(name, (None, None))
+        if origin is not None and after is not UNSET and (then is _UNKNOWN or after is not then):
+            raise TypeError(
+                f"{quoted(name)} is rebound by the `finally:`{where(origin)} inside the `try` body of {label}: "
+                f"when the ops that `finally:` follows fail as the graph runs, it runs before the handler, whose "
+                f"path needs the value it gave {quoted(name)} there, which the graph does not have. Rebind "
+                f"{quoted(name)} after that `try` statement instead.")
 
 
 def close(token: TryToken) -> None:
     """The body of `token` traced; so are those inside it whose bodies raised while traced (never closed)."""
     tries = token.state.open_tries
     if any(t is token for t in tries):
-        del tries[next(i for i, t in enumerate(tries) if t is token):]
+        k = next(i for i, t in enumerate(tries) if t is token)
+        for t in tries[k:]:
+            t.frame = None  # (the frame holds the token: no cycle kept past the body)
+        del tries[k:]
 
 
 def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Sequence[tuple],
@@ -103,6 +210,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         return out_vars
     catches = tuple(_classes(thunk(), origin) for thunk, _, _, _ in handlers)
     label = f"the `except {' / '.join(_names(c) for c in catches)}`{where(origin)}"
+    _check_finally_rebinds(token, names, out_vars, label)
     # A Python list the body changed in place: the handlers start from its items before the body.
     inits = list(token.init_vars)
     for i, items in token.lists.items():
@@ -121,7 +229,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     # 1. Each handler, traced from the state before the body.
     branches, outs = [], []
     for i, (_, fn, _, _) in enumerate(handlers):
-        hb = Branch(f"except{i}", state)
+        hb = Branch(f"except{i}", state, carries_objects=False, inputs=tuple(inits))
         before = {id(v): (v, v[:]) for v in (*inits, *out_vars) if type(v) is list}
         out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *inits)), lambda: UNSET)
         # A Python list the handler changed in place keeps its items for the body's path; the handler's
@@ -188,7 +296,18 @@ def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list
     its value where the exception was raised exists only while the graph runs."""
     fn, reads = final
     fb = Branch("finally", state)
-    fb.run(lambda: fn(*inits))
+    # The clause runs as Python after the `try` too: what this trace of it changes in Python lists and objects
+    # is put back (its effects on them would be made twice).
+    lists_before = [(v, v[:]) for v in inits if type(v) is list]
+    watch = state.root.python_state
+    token = watch.token() if watch is not None else None
+    try:
+        fb.run(lambda: fn(*inits))
+    finally:
+        for v, items in lists_before:
+            v[:] = items
+        if token is not None:
+            watch.restore_to(token)
     fb.graph.outputs = []
     eliminate_dead_code(fb.graph)
     # What outlives the call: a print or Python call, a write to a captured tensor (a Variable) or an input.

@@ -18,7 +18,9 @@ whose failure is known only when the graph runs:
 
 Each `except` clause and the `finally` clause start with `ag__.let_library_errors_through(token)`: an
 error of the backend itself (a refusal, a signal of its loop machinery) raised while tracing is not the
-program's exception, and goes on to the caller instead of running the program's handler on the trace.
+program's exception, and goes on to the caller instead of running the program's handler on the trace. A
+`finally:` entered with no exception on its way is told to the backend (`finally_starts`): one inside the
+body of an enclosing staged `try` runs there too when that body fails as the graph runs.
 
 `try_end` runs only when the body raised nothing while it ran; when the body
 recorded graph ops, the backend makes them a run-time handler node (the body and
@@ -45,7 +47,7 @@ def try_begin(init_vars: tuple) -> tuple:
     b = _registry.backend
     if b is None or not hasattr(b, "try_begin"):
         return init_vars + (None,)
-    return b.try_begin(init_vars)
+    return b.try_begin(init_vars, sys._getframe(1))
 
 
 def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequence[Handler],
@@ -71,5 +73,8 @@ def let_library_errors_through(token: Any = None) -> None:
     if token is not None:
         b.try_over(token)
     e = sys.exc_info()[1]
-    if e is not None and b.own_error(e):
+    if e is None:  # (a `finally:` entered as its body ended: no exception is on its way)
+        if hasattr(b, "finally_starts"):
+            b.finally_starts(sys._getframe(1))
+    elif b.own_error(e):
         raise e
