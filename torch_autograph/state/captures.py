@@ -73,15 +73,7 @@ def watch_captures(fn: Any, watch: Any, depth: int = 0, seen: set | None = None)
     cells = {n: c for n, c in zip(code.co_freevars, fn.__closure__ or ()) if n in stored_cells}
     if cells:
         watch.hold(Bindings("nonlocal", cells))
-    named = []
-    for cell in fn.__closure__ or ():
-        try:
-            named.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    glob = getattr(fn, "__globals__", {})
-    named.extend(glob[name] for name in global_names(code) if name in glob)
-    for value in named:
+    for value in read_through(fn, code):
         watch.hold(value)
         if depth < _MAX_CALLEES and users_function(value):
             watch_captures(value, watch, depth + 1, seen)
@@ -107,6 +99,20 @@ def _rebound(code: types.CodeType) -> tuple[set, set]:
             globals_ |= more_globals
             cells |= more_cells & set(c.co_freevars)
     return globals_, cells
+
+
+def read_through(fn: Any, code: types.CodeType) -> list[Any]:
+    """The objects `fn` (with `code`) can read without being handed them: its closure cells' contents and the
+    globals its code, nested code included, names."""
+    values = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    glob = getattr(fn, "__globals__", {})
+    values.extend(glob[name] for name in global_names(code) if name in glob)
+    return values
 
 
 def global_names(code: types.CodeType):

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from ..graph import autocast_state
+from .captures import read_through
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.ParameterList,
                torch.nn.ParameterDict)
@@ -237,18 +238,5 @@ def roots_of(fn: Any, instance: Any, arguments: list[Any]) -> list[Any]:
     code = getattr(fn, "__code__", None)
     if code is None:
         return roots
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            roots.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
-    glob = getattr(fn, "__globals__", {})
-    roots.extend(glob[n] for n in _names(code) if n in glob)
+    roots.extend(read_through(fn, code))
     return roots
-
-
-def _names(code: types.CodeType):
-    yield from code.co_names
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _names(c)
