@@ -380,9 +380,11 @@ class TracingMode(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", None) == "grad" \
-                and current() is not None and not isinstance(args[0], Traced) \
-                and current().root.hooks.write_grad is not None:
-            return current().root.hooks.write_grad(current(), args[0], args[1])  # `p.grad = g`: when the graph runs
+                and not isinstance(args[0], Traced):
+            state = current()
+            write = state.root.hooks.write_grad if state is not None else None
+            if write is not None:
+                return write(state, args[0], args[1])  # `p.grad = g`: when the graph runs
         if _contains_graph(args) or _contains_graph(kwargs):
             return handle_graph_call(func, args, kwargs)
         if name == "__get__":
