@@ -172,8 +172,9 @@ def same_structure(a: Any, b: Any) -> bool:
 
 def leaves_like(like: Any, obj: Any) -> list[Any]:
     """`obj`'s leaves in the order of `like`'s (the same structure but for dict key order)."""
-    if pytree.tree_structure(obj) == pytree.tree_structure(like):
-        return flatten(obj)
+    leaves, spec = pytree.tree_flatten(obj)
+    if spec == pytree.tree_structure(like):
+        return leaves
     by_path = dict(pytree.tree_flatten_with_path(obj)[0])
     return [by_path[path] for path, _ in pytree.tree_flatten_with_path(like)[0]]
 

@@ -85,14 +85,18 @@ def users_function(value: Any) -> bool:
         not (value.__module__ or "").startswith(("torch.", "torch_autograph"))
 
 
+_REBINDING = frozenset(dis.opmap[n] for n in ("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF", "DELETE_DEREF"))
+
+
 def _rebound(code: types.CodeType) -> tuple[set, set]:
     """(global names, free variable names) that `code` or the code nested in it assigns or deletes."""
     globals_, cells = set(), set()
-    for ins in dis.get_instructions(code):
-        if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-            globals_.add(ins.argval)
-        elif ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
-            cells.add(ins.argval)
+    if not _REBINDING.isdisjoint(code.co_code[::2]):  # the opcodes; decoding every instruction costs more
+        for ins in dis.get_instructions(code):
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                globals_.add(ins.argval)
+            elif ins.opname in ("STORE_DEREF", "DELETE_DEREF"):
+                cells.add(ins.argval)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             more_globals, more_cells = _rebound(c)

@@ -82,24 +82,44 @@ def is_symbolic(x: Any) -> bool:
 
 def _constant(x: Any) -> bool:
     try:
-        return len(_static(x).free_symbols) == 0
+        return not _static(x).free_symbols
     except AttributeError:
         return False
 
 
 def _static(x: Any) -> Any:
     """`x`'s expression; a bool's decided by the sizes' known bounds where they decide it (`numel() == 0` of a
-    tensor whose dims are all at least 1), as torch's ShapeEnv decides it without a guard."""
+    tensor whose dims are all at least 1), as torch's ShapeEnv decides it without a guard. Only a bool over a
+    symbol with a bound is put to the ShapeEnv: one over unbounded ints and 0/1 flags only (a loop's counter
+    and its break flag, compared at every step of a trace) has nothing to be decided by, and asking costs
+    more than the rest of the comparison."""
     expr = x.node.expr
-    if isinstance(x, torch.SymBool) and expr.free_symbols:
+    if isinstance(x, torch.SymBool):
+        symbols = expr.free_symbols
         env = getattr(x.node, "shape_env", None)
-        try:
-            decided = env._maybe_evaluate_static(expr) if env is not None else None
-        except Exception:  # a relation ShapeEnv cannot evaluate: not decided
-            decided = None
-        if decided is not None:
-            return decided
+        if symbols and env is not None and _bounded(env.var_to_range, symbols):
+            try:
+                decided = env._maybe_evaluate_static(expr)
+            except Exception:  # a relation ShapeEnv cannot evaluate: not decided
+                decided = None
+            if decided is not None:
+                return decided
     return expr
+
+
+def _bounded(ranges: dict, symbols: Any) -> bool:
+    """Whether one of `symbols` has a range other than all ints or {0, 1} (a size, a clamped number)."""
+    from sympy import S
+    from torch.utils._sympy.numbers import int_oo
+
+    for s in symbols:
+        r = ranges.get(s)
+        if r is None:
+            return True
+        lower, upper = r.lower, r.upper
+        if not ((lower is -int_oo and upper is int_oo) or (lower is S.Zero and upper is S.One)):
+            return True
+    return False
 
 
 def is_graph_value(x: Any) -> bool:
@@ -109,8 +129,13 @@ def is_graph_value(x: Any) -> bool:
 
 def constant_of(x: Any) -> Any:
     """A symbolic number whose expression has no symbol left, as the Python number; else `x` unchanged."""
-    if isinstance(x, SYMBOLIC) and _constant(x):
-        expr = _static(x)
+    if isinstance(x, SYMBOLIC):
+        try:
+            expr = _static(x)
+            if expr.free_symbols:
+                return x
+        except AttributeError:
+            return x
         if isinstance(x, torch.SymBool):
             return bool(expr)
         return int(expr) if isinstance(x, torch.SymInt) else float(expr)
