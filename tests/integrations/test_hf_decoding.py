@@ -99,10 +99,10 @@ _SLOW = [pytest.mark.slow]  # about 15 s each on 2 cores: `make test` runs the l
     pytest.param(_gpt2, 2, id="gpt2-2", marks=_SLOW),
     pytest.param(_qwen2, 1, id="qwen2-1", marks=_SLOW),
     pytest.param(_qwen2, 2, id="qwen2-2", marks=_SLOW),
-    pytest.param(_mistral, 2, id="mistral-2", marks=_SLOW + [pytest.mark.xfail(strict=True, reason=(
-        "the sliding-window cache layer crops its keys to the window while the mask grows: SDPA must compare "
-        "the mask's length, known only when the graph runs, with the window's (NeedsSizeError), in the graph "
-        "loop for the rest of the range and in the guarded copies it falls back to"))]),
+    # The prompt fills the sliding window (4 <= T): the cache's count of tokens seen enters the loop at T and
+    # only grows, so its comparison with the window (`is_full`) decides as eagerly at every step.
+    pytest.param(_mistral, 2, id="mistral-2", marks=_SLOW),
+    pytest.param(_mistral, 1, id="mistral-1", marks=_SLOW),
 ])
 def test_greedy_decoding_with_a_kv_cache_and_an_eos_break_equals_eager(make, batch):
     torch.manual_seed(0)
@@ -157,6 +157,22 @@ def test_greedy_decoding_in_a_while_loop_on_the_stop_flag_equals_eager():
         for eos in (no_eos, eager[0, T + 1], eager[:, T + 2].max()):
             assert torch.equal(f(ids, mask, eos), decode(ids, mask, eos)), eos
     assert len(f.trace_history()) == 1
+
+
+@pytest.mark.slow
+def test_a_sliding_window_that_fills_during_the_decode_is_refused_at_the_attention():
+    # Window 8, prompt 5: the cache grows for three steps, then crops to the window. Which of the two it does
+    # at a step is known only when the graph runs, and so is the mask's length against the keys' for SDPA.
+    torch.manual_seed(0)
+    model = transformers.MistralForCausalLM(transformers.MistralConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+        vocab_size=V, sliding_window=8, attn_implementation="sdpa")).eval()
+    decode = _while_decoder(model)
+    ids, mask = _prompts(1)
+    with torch.no_grad(), pytest.raises(ta.errors.OperatorNotAllowedInGraphError,
+                                        match=r"scaled_dot_product_attention\(\) needs the value of a size .* at "
+                                              r".*sdpa_attention\.py:\d+"):
+        ta.function(decode)(ids, mask, torch.tensor(-1))
 
 
 @pytest.mark.parametrize("make", [pytest.param(_llama, id="llama", marks=_SLOW), pytest.param(_gpt2, id="gpt2", marks=_SLOW),

@@ -181,3 +181,67 @@ def test_a_pad_by_a_run_time_size_that_is_negative_is_an_error_not_a_crop():
     line = padded_to_a_loop_output_by_a_difference.__code__.co_firstlineno + 3
     with pytest.raises(ta.errors.InvalidArgumentError, match=rf"test_shared_sizes.py:{line}"):
         f(a, torch.ones(6), torch.tensor(3.0))  # eagerly: cropped to 3
+
+
+@ta.autograph.do_not_convert
+def _step(seen, window):
+    """Library code deciding in Python on a count (a sliding-window cache's `is_full`): not converted."""
+    return 1.0 if seen >= window else 10.0
+
+
+def counts_up(x, stop):
+    seen = 5
+    while x.sum() < stop:
+        x = x * 2 + _step(seen, 4)
+        seen += 1
+    return x, seen
+
+
+def counts_down(x, stop):
+    seen = 5
+    while x.sum() < stop:
+        x = x * 2 + _step(seen, 4)
+        seen -= 1
+    return x, seen
+
+
+def test_a_python_count_a_loop_only_adds_to_is_never_below_its_entry_value():
+    # `seen` enters at 5 and each iteration adds 1: `seen >= 4` in code that stays Python decides True at every
+    # iteration, as it does eagerly, and the count after the loop is the graph's.
+    f = ta.function(counts_up)
+    for stop in (0.0, 10.0, 1000.0):
+        out, seen = f(torch.ones(2), torch.tensor(stop))
+        want, want_seen = counts_up(torch.ones(2), torch.tensor(stop))
+        assert torch.equal(out, want) and int(seen) == want_seen, stop
+    assert len(f.trace_history()) == 1
+
+
+def test_a_decision_on_the_floor_of_a_count_the_loop_lowers_is_refused_not_kept():
+    # Eagerly `seen >= 4` turns False at the third iteration. The floor (never below 5) decided it while tracing;
+    # the traced body lowers `seen`, so the loop is traced again without the floor, and the Python decision on a
+    # number known only when the graph runs is an error, never the first trace's answer.
+    with pytest.raises(ta.errors.OperatorNotAllowedInGraphError, match=r"test_shared_sizes\.py:\d+"):
+        ta.function(counts_down)(torch.ones(2), torch.tensor(1000.0))
+    assert counts_down(torch.ones(2), torch.tensor(1000.0))[1] < 4  # eagerly it does go below the window
+
+
+def decided_on_then_made_a_tensor(x, stop):
+    acc = 1
+    while x.sum() < stop:
+        if acc >= 1:  # decided by the floor while `acc` is an int...
+            x = x + 1
+        else:
+            x = x + 10
+        acc = acc * x.mean() / 8  # ...which the body makes a tensor, below 1 from the second iteration
+    return x, acc
+
+
+def test_a_count_decided_on_by_its_floor_and_then_made_a_tensor_is_traced_again():
+    # Re-typing the body (the number becomes a tensor without running the Python again) would keep the `if`
+    # decided for the int: the floor was read, so the loop is traced again, and the `if` is a graph `if`.
+    f = ta.function(decided_on_then_made_a_tensor)
+    for stop in (3.0, 50.0, 200.0):
+        out, acc = f(torch.ones(2), torch.tensor(stop))
+        want, want_acc = decided_on_then_made_a_tensor(torch.ones(2), torch.tensor(stop))
+        assert torch.equal(out, want) and torch.allclose(torch.as_tensor(acc, dtype=torch.float32),
+                                                         torch.as_tensor(want_acc, dtype=torch.float32)), stop

@@ -40,6 +40,9 @@ class SharedSizes:
         self.symbols: dict[Any, torch.SymInt] = {}
         self.members: dict[Any, list[tuple[int, int]]] = {}
         self.floored: dict[Any, list[tuple[int, int, torch.SymInt]]] = {}
+        # Python int loop variables that enter at n >= 1, traced as never below n (a cache's count of tokens
+        # seen, which library code compares with a window): loop variable -> its symbol.
+        self.floored_ints: dict[int, torch.SymInt] = {}
 
     def floor(self, entry: Any) -> int | None:
         """The size an open dim that enters at `entry` is traced as never going below, or None."""
@@ -48,10 +51,19 @@ class SharedSizes:
     def floored_at(self, entry: Any, size: torch.SymInt, i: int, d: int) -> None:
         self.floored.setdefault(entry, []).append((i, d, size))
 
-    def unfounded(self, raw: Sequence[Any]) -> set:
+    def int_floor(self, i: int, entry: Any) -> int | None:
+        """The least value Python int loop variable `i`, entering at `entry`, is traced as taking, or None."""
+        return entry if type(entry) is int and entry >= 1 and ("int", i) not in self.shrinks else None
+
+    def unfounded(self, raw: Sequence[Any], decided: set) -> set:
         """The entry sizes of floored dims that the body's outputs `raw` do not give as the dim plus a number >= 0
-        (the floor holds at every iteration by induction only where each iteration keeps or grows the dim)."""
-        out = set()
+        (the floor holds at every iteration by induction only where each iteration keeps or grows the dim), and
+        ("int", i) for a floored int loop variable the body does not give as itself plus a number >= 0 where a
+        decision read its floor (`decided`: the symbols of bools decided by bounds). A floor nothing decided on
+        needs no proof: an accumulator the body makes a tensor (`acc = 1; acc *= t`) is re-typed, not traced
+        again."""
+        out = {("int", i) for i, sym in self.floored_ints.items()
+               if sym.node.expr in decided and not _grows(getattr(raw[i], "example", raw[i]), sym)}
         for entry, members in self.floored.items():
             for i, d, size in members:
                 o = raw[i].shape[d] if isinstance(raw[i], Value) and len(raw[i].shape) > d else None
@@ -84,6 +96,14 @@ class SharedSizes:
         return out
 
 
+def _grows(out: Any, sym: torch.SymInt) -> bool:
+    """Whether `out` is the number `sym` plus a constant >= 0."""
+    if not isinstance(out, torch.SymInt):
+        return False
+    grown = out.node.expr - sym.node.expr
+    return bool(grown.is_Integer and grown >= 0)
+
+
 def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None,
                   shared: SharedSizes | None = None) -> Value:
@@ -97,7 +117,11 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
     name = reuse or state.fresh_name(loop_name(names, i))
     if kind == Leaf.PYSCALAR:
         value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
+        sym = state.symbols.from_value(value)
+        floor = shared.int_floor(i, v) if shared is not None else None
+        if floor is not None:
+            state.symbols.at_least(sym, floor)
+            shared.floored_ints[i] = sym
         return value
     meta = refined or state.to_value(v)
     if meta.kind is ValueKind.SCALAR:

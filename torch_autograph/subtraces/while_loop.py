@@ -343,7 +343,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     if broken:  # dims equal on entry that one iteration makes different: trace again with them apart
         apart.update(broken)
         return _Retrace()
-    unfounded = shared.unfounded(raw)
+    unfounded = shared.unfounded(raw, state.symbols.decided)
     if unfounded:  # dims traced as never below their entry size that one iteration makes smaller
         shrinks.update(unfounded)
         return _Retrace()

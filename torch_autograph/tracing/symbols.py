@@ -44,7 +44,7 @@ from typing import Any, Callable
 import torch
 
 from ..graph import Expression, Node, Value, ValueKind
-from .context import Traced
+from .context import Traced, current
 
 TraceState = Any  # trace.TraceState: trace.py imports this module, so it is not imported here
 
@@ -103,6 +103,9 @@ def _static(x: Any) -> Any:
             except Exception:  # a relation ShapeEnv cannot evaluate: not decided
                 decided = None
             if decided is not None:
+                state = current()
+                if state is not None:
+                    state.symbols.decided.update(symbols)
                 return decided
     return expr
 
@@ -162,6 +165,7 @@ class SymbolTable:
         self.templates: dict[Any, Any] = {}  # graph-tensor wrappers by symbolic metadata (tensor.py)
         self._asserts_counted = 0  # env.num_deferred_runtime_asserts when last looked at
         self._asserts_taken: set[int] = set()  # ids of the RuntimeAsserts already handled
+        self.decided: set = set()  # symbols of bools their bounds decided (`_static`): what a loop's floor must prove
 
     # ----- the lazily made machinery ----------------------------------------------------------
     @property
