@@ -159,6 +159,56 @@ def test_greedy_decoding_in_a_while_loop_on_the_stop_flag_equals_eager():
     assert len(f.trace_history()) == 1
 
 
+def _static_decoder(model):
+    """The decode with a `StaticCache`: keys, values, the mask and the tokens in buffers of the final length,
+    written at a position carried as a tensor (`cache_position`), so every loop variable keeps one shape."""
+    kw = _cache_keyword(model)
+    total = T + STEPS + 1
+
+    def decode(ids, mask, eos):
+        b = ids.shape[0]
+        cache = transformers.StaticCache(config=model.config, max_cache_len=total)
+        full = torch.zeros(b, total, dtype=mask.dtype)
+        full[:, :T] = mask
+        out = model(input_ids=ids, attention_mask=full, cache_position=torch.arange(T), **{kw: cache},
+                    use_cache=True)
+        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+        toks = torch.full((b, total), -1, dtype=ids.dtype)
+        toks[:, :T] = ids
+        toks[:, T:T + 1] = nxt
+        done = nxt == eos
+        pos = torch.tensor([T])
+        step = 0
+        while not done.all() and step < STEPS:
+            full = full.index_fill(1, pos, 1)
+            out = model(input_ids=nxt, attention_mask=full, cache_position=pos, **{kw: cache}, use_cache=True)
+            nxt = torch.where(done, eos, out.logits[:, -1].argmax(-1, keepdim=True))
+            toks = toks.index_copy(1, pos + 1, nxt)
+            done = done | (nxt == eos)
+            pos = pos + 1
+            step += 1
+        return toks
+
+    return decode
+
+
+@pytest.mark.parametrize("batch", [pytest.param(2, id="batch-2"), pytest.param(1, id="batch-1", marks=_SLOW)])
+def test_greedy_decoding_with_a_static_cache_equals_eager(batch):
+    torch.manual_seed(0)
+    model = _llama().eval()
+    decode = _static_decoder(model)
+    ids, mask = _prompts(batch)
+    no_eos = torch.tensor(-1)
+    with torch.no_grad():
+        eager = decode(ids, mask, no_eos)
+        # the same tokens as the dynamic cache's decode (the rest of the buffer is -1)
+        assert torch.equal(eager, _while_decoder(model)(ids, mask, no_eos))
+        f = ta.function(decode)
+        for eos in (no_eos, eager[0, T + 1], eager[:, T + 2].max()):
+            assert torch.equal(f(ids, mask, eos), decode(ids, mask, eos)), eos
+    assert len(f.trace_history()) == 1
+
+
 @pytest.mark.slow
 def test_a_sliding_window_that_fills_during_the_decode_is_refused_at_the_attention():
     # Window 8, prompt 5: the cache grows for three steps, then crops to the window. Which of the two it does
