@@ -134,3 +134,15 @@ def test_a_registered_containers_context_is_part_of_the_trace_type():
     cf = f.get_concrete_function(Scaled(x, "double"))
     with pytest.raises(TypeError, match="structure"):
         cf(Scaled(x, "same"))
+
+
+@pytest.mark.parametrize("obj", [(), [], (1, 2.0, None), [torch.ones(2), True, "a"], (torch.zeros(()),)])
+def test_plain_tuples_and_lists_take_the_short_path_to_the_same_answers(obj):
+    # the short path for tuples and lists of plain leaves gives what torch's pytree gives
+    spec = pytree.tree_structure(obj)
+    assert nest.structure_signature(obj) == nest._canonical(spec)
+    assert nest.flatten(obj) == pytree.tree_leaves(obj)
+    assert type(nest.pack_sequence_as(obj, nest.flatten(obj))) is type(pytree.tree_unflatten(pytree.tree_leaves(obj), spec))
+    assert nest.leaves_like(obj, obj) == pytree.tree_leaves(obj)
+    with pytest.raises(ValueError, match="values for a structure of"):
+        nest.pack_sequence_as(obj, [1] * (len(obj) + 1))

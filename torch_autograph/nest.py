@@ -114,8 +114,20 @@ def _hashable(x: Any) -> Any:
         return ("unhashable", id(x))  # compared by identity: a context it cannot compare is never taken as equal
 
 
+_PLAIN_LEAVES = (int, float, bool, str, type(None))
+
+
+def _flat(obj: Any) -> bool:
+    """Whether `obj` is a plain tuple or list of tensors and Python scalars (pytree's leaves for certain): the
+    common case of loop variables and branch outputs, answered without pytree's walk."""
+    t = type(obj)
+    return (t is tuple or t is list) and all(type(x) in _PLAIN_LEAVES or isinstance(x, torch.Tensor) for x in obj)
+
+
 def structure_signature(obj: Any) -> Any:
     """A hashable description of `obj`'s nesting, equal iff the structures match up to dict key order."""
+    if _flat(obj):
+        return (type(obj), None, ("*",) * len(obj))  # what `_canonical` makes of its TreeSpec
     return _canonical(pytree.tree_structure(obj))
 
 
@@ -136,7 +148,7 @@ def _canonical(spec: TreeSpec) -> Any:
 
 def flatten(obj: Any) -> list[Any]:
     """The leaves of `obj`, in pytree's order."""
-    return pytree.tree_leaves(obj)
+    return list(obj) if _flat(obj) else pytree.tree_leaves(obj)
 
 
 def flatten_spec(obj: Any) -> tuple[list[Any], TreeSpec]:
@@ -160,6 +172,10 @@ def map_structure(fn: Callable[[Any], Any], obj: Any) -> Any:
 
 def pack_sequence_as(structure: Any, flat: list[Any]) -> Any:
     """Inverse of `flatten`: fill `structure`'s leaves (a structure or its TreeSpec) with `flat` in order."""
+    if _flat(structure):
+        if len(flat) != len(structure):
+            raise ValueError(f"pack_sequence_as: {len(flat)} values for a structure of {len(structure)} leaves")
+        return type(structure)(flat)
     spec = structure if isinstance(structure, TreeSpec) else pytree.tree_structure(structure)
     if len(flat) != spec.num_leaves:
         raise ValueError(f"pack_sequence_as: {len(flat)} values for a structure of {spec.num_leaves} leaves")
@@ -172,6 +188,8 @@ def same_structure(a: Any, b: Any) -> bool:
 
 def leaves_like(like: Any, obj: Any) -> list[Any]:
     """`obj`'s leaves in the order of `like`'s (the same structure but for dict key order)."""
+    if type(obj) is type(like) and _flat(obj) and _flat(like) and len(obj) == len(like):
+        return list(obj)
     leaves, spec = pytree.tree_flatten(obj)
     if spec == pytree.tree_structure(like):
         return leaves

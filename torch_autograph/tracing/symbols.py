@@ -39,6 +39,7 @@ process), which a trace with static shapes never pays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable
 
 import torch
@@ -90,9 +91,8 @@ def _constant(x: Any) -> bool:
 def _static(x: Any) -> Any:
     """`x`'s expression; a bool's decided by the sizes' known bounds where they decide it (`numel() == 0` of a
     tensor whose dims are all at least 1), as torch's ShapeEnv decides it without a guard. Only a bool over a
-    symbol with a bound is put to the ShapeEnv: one over unbounded ints and 0/1 flags only (a loop's counter
-    and its break flag, compared at every step of a trace) has nothing to be decided by, and asking costs
-    more than the rest of the comparison."""
+    symbol with a bound is asked: one over unbounded ints and 0/1 flags (a loop's counter and break flag,
+    compared at each step) has nothing to be decided by, and asking costs more than the comparison."""
     expr = x.node.expr
     if isinstance(x, torch.SymBool):
         symbols = expr.free_symbols
@@ -112,17 +112,23 @@ def _static(x: Any) -> Any:
 
 def _bounded(ranges: dict, symbols: Any) -> bool:
     """Whether one of `symbols` has a range other than all ints or {0, 1} (a size, a clamped number)."""
-    from sympy import S
-    from torch.utils._sympy.numbers import int_oo
-
+    (minus_infinity, infinity), (zero, one) = _open_ranges()
     for s in symbols:
         r = ranges.get(s)
         if r is None:
             return True
         lower, upper = r.lower, r.upper
-        if not ((lower is -int_oo and upper is int_oo) or (lower is S.Zero and upper is S.One)):
+        if not ((lower is minus_infinity and upper is infinity) or (lower is zero and upper is one)):
             return True
     return False
+
+
+@functools.cache
+def _open_ranges() -> tuple:  # the bounds of ranges that decide nothing: all ints, {0, 1} (sympy's singletons)
+    from sympy import S
+    from torch.utils._sympy.numbers import int_oo
+
+    return (-int_oo, int_oo), (S.Zero, S.One)
 
 
 def is_graph_value(x: Any) -> bool:
