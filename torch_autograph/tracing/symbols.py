@@ -83,7 +83,7 @@ def is_symbolic(x: Any) -> bool:
 
 def _constant(x: Any) -> bool:
     try:
-        return not _static(x).free_symbols
+        return not _symbols_in(_static(x))
     except AttributeError:
         return False
 
@@ -95,7 +95,7 @@ def _static(x: Any) -> Any:
     compared at each step) has nothing to be decided by, and asking costs more than the comparison."""
     expr = x.node.expr
     if isinstance(x, torch.SymBool):
-        symbols = expr.free_symbols
+        symbols = _symbols_in(expr)
         env = getattr(x.node, "shape_env", None)
         if symbols and env is not None and _bounded(env.var_to_range, symbols):
             try:
@@ -113,14 +113,13 @@ def _static(x: Any) -> Any:
 def _bounded(ranges: dict, symbols: Any) -> bool:
     """Whether one of `symbols` has a range other than all ints or {0, 1} (a size, a clamped number)."""
     (minus_infinity, infinity), (zero, one) = _open_ranges()
-    for s in symbols:
-        r = ranges.get(s)
-        if r is None:
-            return True
-        lower, upper = r.lower, r.upper
-        if not ((lower is minus_infinity and upper is infinity) or (lower is zero and upper is one)):
-            return True
-    return False
+    return any((r := ranges.get(s)) is None or not ((r.lower is minus_infinity and r.upper is infinity) or
+                                                     (r.lower is zero and r.upper is one)) for s in symbols)
+
+
+@functools.lru_cache(maxsize=4096)
+def _symbols_in(expr: Any) -> frozenset:  # sympy walks the whole expression for it, at every comparison
+    return expr.free_symbols
 
 
 @functools.cache
@@ -141,7 +140,7 @@ def constant_of(x: Any) -> Any:
     if isinstance(x, SYMBOLIC):
         try:
             expr = _static(x)
-            if expr.free_symbols:
+            if _symbols_in(expr):
                 return x
         except AttributeError:
             return x
