@@ -215,3 +215,51 @@ def test_saved_model_and_onnx_refuse_a_staged_raise(tmp_path):
     pytest.importorskip("onnx")
     with pytest.raises(errors.GraphLoweringError, match="raise ValueError"):
         ta.onnx.export(f, (torch.ones(2),))
+
+
+def int_tensor_updated_by_a_float_in_one_branch(a):
+    y = 1
+    if not (a > 1).all():
+        y = y + torch.as_tensor(2)  # an int64 tensor...
+        y -= a + y  # ...that a float64 cannot update in place: torch refuses it, eagerly and while tracing
+    else:
+        y = y + torch.as_tensor(5)
+    return y
+
+
+def int_tensor_updated_by_a_float_in_a_loop_body(a, n):
+    y = torch.as_tensor(2)
+    i = 0
+    while i < n:
+        y -= a
+        i += 1
+    return y
+
+
+def test_an_op_torch_refuses_for_its_types_raises_only_when_its_branch_runs():
+    # Eagerly the refusal is raised only when the branch runs; both branches are traced, and torch's refusal of
+    # the in-place op (a matter of the arguments' types, confirmed by running it on zeros) raises then.
+    f = assert_same_outcomes(int_tensor_updated_by_a_float_in_one_branch,
+                             [(torch.tensor(4.0, dtype=torch.float64),), (torch.tensor(0.0, dtype=torch.float64),),
+                              (torch.tensor(3.0, dtype=torch.float64),)])
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_an_op_torch_refuses_in_a_loop_body_raises_only_if_the_body_runs():
+    a = torch.tensor(1.5, dtype=torch.float64)
+    traced = ta.function(int_tensor_updated_by_a_float_in_a_loop_body)
+    assert int(traced(a, torch.tensor(0))) == int(int_tensor_updated_by_a_float_in_a_loop_body(a, 0)) == 2
+    with pytest.raises(RuntimeError):
+        int_tensor_updated_by_a_float_in_a_loop_body(a, 2)
+    with pytest.raises(RuntimeError):
+        traced(a, torch.tensor(2))
+
+
+def test_an_op_torch_refuses_outside_any_branch_is_refused_while_tracing():
+    def f(a):
+        y = torch.as_tensor(2)
+        y -= a
+        return y
+
+    with pytest.raises(RuntimeError, match=r"while tracing .* at .*test_staged_raises\.py:\d+"):
+        ta.function(f)(torch.tensor(1.5, dtype=torch.float64))

@@ -13,10 +13,12 @@ Python values pass through, tensors are zeros of their type; a loop body hands
 its variables on unchanged).
 
 Staged: exceptions raised by the user's own code (the innermost frame is the
-user's, or AutoGraph's code generated from it). Not staged, raised while
-tracing as before: the library's errors (`TorchAutographError`, misuse of
-graph values, leaked tensors), errors raised inside torch or this package
-(a shape mismatch found while tracing), `RecursionError`, and the
+user's, or AutoGraph's code generated from it), and torch's refusal of an
+op's arguments that torch repeats when the op runs eagerly on zeros of the
+same types and shapes (`rejected_eagerly`: an int tensor updated in place by
+a float). Not staged, raised while tracing as before: the library's errors
+(`TorchAutographError`, misuse of graph values, leaked tensors), other errors
+raised inside torch or this package, `RecursionError`, and the
 `UnboundLocalError` the loop machinery reads to find variables first assigned
 inside a loop.
 """
@@ -26,8 +28,10 @@ from __future__ import annotations
 import linecache
 from typing import Any, Callable
 
+import torch
+
 from .. import errors, nest
-from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation
+from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind
 from ..tracing import PACKAGE_DIR, SYMBOLIC, GraphList, Traced, current, is_library_file
 from .branches import Branch, where
 
@@ -45,7 +49,10 @@ def run_or_raise(branch: Branch, fn: Callable[[], Any], instead: Callable[[], An
     except Exception as e:
         origin = raised_by_user(e)
         if origin is None:
-            raise
+            eager = rejected_eagerly(e)
+            if eager is None:
+                raise
+            e, origin = eager
         error = _stored(e, origin)
     branch.record(lambda: record_raise(error, origin))
     return instead(), True
@@ -66,6 +73,54 @@ def raised_by_user(e: BaseException) -> SourceLocation | None:
     if is_library_file(filename):
         return None
     return SourceLocation(filename, lineno, tb.tb_frame.f_code.co_name, linecache.getline(filename, lineno).strip())
+
+
+_ARGUMENT_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
+
+
+def rejected_eagerly(e: BaseException) -> tuple[Exception, SourceLocation] | None:
+    """(the exception, the user's line) where `e` is torch refusing an op's arguments while tracing (an in-place
+    op of an int tensor by a float: a matter of types), and torch refuses them the same way run eagerly on
+    zeros of the same types and shapes: the path raises that when the graph takes it. None otherwise (an
+    error of the tracer, an op that cannot be run here): it is raised while tracing.
+
+    The arguments are zeros: an error that depends on the values is not confirmed, and stays a trace-time
+    error. Ops that draw random numbers or run Python are never run for it."""
+    call = getattr(e, "rejected_call", None)
+    if call is None or not isinstance(e, _ARGUMENT_ERRORS) or isinstance(e, NotImplementedError):
+        return None
+    op, func, vargs, vkwargs, origin = call
+    if op.effects & (Effect.RANDOM | Effect.RUNS_PYTHON) or not callable(func):
+        return None
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    try:
+        with unset_fake_temporarily(), torch._C.DisableTorchFunction():
+            args, kwargs = nest.map_structure(_real_value, (vargs, vkwargs))  # real tensors: no fake mode
+            func(*args, **kwargs)
+    except _NoRealValue:
+        return None
+    except type(e) as eager:  # raised by torch as eagerly: its own message, not the meta kernel's
+        eager.__traceback__ = None
+        return eager, origin
+    except Exception:  # noqa: BLE001 - another error on zeros: not the same refusal
+        return None
+    return None
+
+
+class _NoRealValue(Exception):
+    pass
+
+
+def _real_value(v: Any) -> Any:
+    """A real value of `v`'s type and shape: zeros for a tensor of static shape, 0 of a run-time number's kind."""
+    if not isinstance(v, Value):
+        return v
+    if v.kind is ValueKind.TENSOR and all(type(d) is int for d in v.shape):
+        return torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+    if v.kind is ValueKind.SCALAR:
+        return False if v.dtype == torch.bool else 0.0 if v.dtype.is_floating_point else 0
+    raise _NoRealValue
 
 
 # What this package raises itself as refusals (a `raise` statement of its code): the classes Python code raises.

@@ -168,6 +168,7 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         loc = user_location()
         if loc is not None and hasattr(e, "add_note"):
             e.add_note(f"while tracing {op.name} at {loc}")
+            e.rejected_call = (op, func, vargs, vkwargs, loc)  # torch refused these arguments (subtraces/raises.py)
         raise
     number = _number_arithmetic(op, args)
     if number:  # its result stands for a Python number when its arguments do (promoted.py)
