@@ -244,7 +244,25 @@ def test_passes_run_in_ta_function():
         return torch.exp(x) * scale + torch.exp(x)
 
     traced = ta.function(f, autograph=False)
-    cf = traced.get_concrete_function(X)
-    assert [n.op.name for n in cf.graph.get_operations()] == ["exp", "mul", "add"]
-    assert [v.name for v, _ in cf.graph.captures] == ["mul"]
-    torch.testing.assert_close(traced(X), f(X))
+    with torch.no_grad():
+        cf = traced.get_concrete_function(X)
+        assert [n.op.name for n in cf.graph.get_operations()] == ["exp", "mul", "add"]
+        assert [v.name for v, _ in cf.graph.captures] == ["mul"]
+        torch.testing.assert_close(traced(X), f(X))
+
+
+def test_under_grad_mode_floating_nodes_are_not_merged_and_gradients_are_eagers_bitwise():
+    # One `a + (a / 3 - a)` for three would get the three gradients summed before its backward runs; eagerly
+    # each backward runs and their results are summed, which rounds differently (0.9999999999999998, not 1.0).
+    def f(a):
+        return (a + (a / 3 - a)) + (a + (a / 3 - a)) + (a + (a / 3 - a))
+
+    traced = ta.function(f, autograph=False)
+    names = [n.op.name for n in traced.get_concrete_function(torch.tensor(1.0, dtype=torch.float64)).graph.nodes]
+    assert names.count("div") == 3, names
+    grads = []
+    for fn in (f, traced):
+        a = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+        fn(a).backward()
+        grads.append(a.grad.item())
+    assert grads[0] == grads[1] == 0.9999999999999998

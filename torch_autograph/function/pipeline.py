@@ -177,10 +177,10 @@ def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
         watch.paths[id(value)] = path  # a container written back holding it gets the call's array there
 
 
-def optimize(graph: Graph) -> None:
-    """The graph passes, in order; each keeps `Graph.verify()` true."""
+def optimize(graph: Graph, grad: bool = False) -> None:
+    """The graph passes, in order; each keeps `Graph.verify()` true. `grad`: traced under grad mode."""
     fold_constants(graph)
-    eliminate_common_subexpressions(graph)
+    eliminate_common_subexpressions(graph, differentiable=grad)
     eliminate_dead_code(graph)
     graph.verify()
 
@@ -232,7 +232,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
     size_check = _with_decisions(size_check, state, graph)
     graph.decisions = tuple(d.describe() for d in state.decisions)
-    optimize(graph)
+    optimize(graph, grad)
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
     freeze = choice.freeze_captures if choice.freeze_captures is not None else \
         (True if choice.jit_compile == "auto" else None)

@@ -22,7 +22,9 @@ updates, control flow with effects); calls of library helpers (a tape's
 (it may have written the tensor read, a capture or a Variable); a value some
 stateful node may write later (merging would let the write show through the
 other name); two values that both reach the outputs (the caller would get one
-tensor object twice). Sub-graphs are processed on their own.
+tensor object twice); in a graph traced under grad mode, nodes giving
+floating-point tensors (their gradients would round otherwise than eager's).
+Sub-graphs are processed on their own.
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ from ..walkers import substitute, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
 
 
-def eliminate_common_subexpressions(graph: Graph) -> int:
-    """Merge repeated pure nodes of `graph` (and, separately, of each sub-graph) in place; return how many."""
+def eliminate_common_subexpressions(graph: Graph, differentiable: bool = False) -> int:
+    """Merge repeated pure nodes of `graph` (and, separately, of each sub-graph) in place; return how many.
+
+    `differentiable`: the graph runs with gradients on (it was traced under grad mode), so nodes giving
+    floating-point tensors are kept apart: one node standing for two sums their gradients before its
+    backward runs, where eager runs the backward of each and sums after, which rounds differently.
+    """
     merged = 0
     mutated = possibly_mutated(graph)
     escaping = output_aliases(graph)
@@ -51,8 +58,8 @@ def eliminate_common_subexpressions(graph: Graph) -> int:
         if mapping:
             substitute_node(node, mapping)
         for sub in node.subgraphs:
-            merged += eliminate_common_subexpressions(sub)
-        key = _key(node, epoch) if _mergeable(node, mutated) else None
+            merged += eliminate_common_subexpressions(sub, differentiable)
+        key = _key(node, epoch) if _mergeable(node, mutated, differentiable) else None
         other = seen.get(key) if key is not None else None
         if other is not None and not (_escapes(node, escaping) and _escapes(other, escaping)):
             for old, new in zip(node.outputs, other.outputs):
@@ -72,7 +79,7 @@ def _escapes(node: Node, escaping: set[int]) -> bool:
     return any(id(v) in escaping for v in node.outputs)
 
 
-def _mergeable(node: Node, mutated: set[int]) -> bool:
+def _mergeable(node: Node, mutated: set[int], differentiable: bool) -> bool:
     op = node.op
     if op.stateful or op.kind is OpKind.CONTROL or not node.outputs:
         return False
@@ -80,6 +87,9 @@ def _mergeable(node: Node, mutated: set[int]) -> bool:
                                                                    for v in node.input_values()):
         return False
     if any(id(v) in mutated for v in node.outputs):
+        return False
+    if differentiable and any(v.kind is ValueKind.TENSOR and (v.dtype.is_floating_point or v.dtype.is_complex)
+                              for v in node.outputs):
         return False
     return op.pure
 
