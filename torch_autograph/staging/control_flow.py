@@ -212,8 +212,8 @@ class TorchStagingBackend:
         if token is not None:
             close_try(token)
 
-    def try_begin(self, init_vars: tuple, frame: Any = None) -> tuple:
-        return init_vars + (try_begin(init_vars, frame),)  # (handlers see AutoGraph's placeholders)
+    def try_begin(self, init_vars: tuple, frame: Any = None, names: Sequence[str] = ()) -> tuple:
+        return init_vars + (try_begin(init_vars, frame, names),)  # (handlers see AutoGraph's placeholders)
 
     def finally_starts(self, frame: Any) -> None:
         """A `finally:` of the converted code running in `frame` starts, its `try` body over without raising."""
@@ -402,6 +402,7 @@ def _unsetting(fn: Callable[..., tuple], check: Callable[[tuple], None]) -> Call
         check(out)
         return _unset_in(out)
 
+    run.__wrapped__ = fn  # (what the handler reads: subtraces/at_raise.py)
     return run
 
 

@@ -214,6 +214,11 @@ class TraceState:
             node.scope = self.root.module_stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
+        state: TraceState | None = self
+        while state is not None:  # (the `try` bodies it is recorded in note the bindings it runs under)
+            for token in state.open_tries:
+                token.note(node)
+            state = state.parent
         if self.symbols.active and not self._checking:
             self._check_runtime_asserts()
 
