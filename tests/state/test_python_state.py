@@ -315,8 +315,6 @@ def _logs_then_fails(log):
     return f
 
 
-@pytest.mark.xfail(strict=True, reason="a call whose graph raises applies none of its effects on Python objects, "
-                                       "eagerly those made before the raise stay (a silent difference)")
 def test_effects_made_before_a_run_time_error_stay_as_eagerly():
     logs = [[], []]
     fns = [_logs_then_fails(logs[0]), ta.function(_logs_then_fails(logs[1]))]

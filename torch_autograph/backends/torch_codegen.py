@@ -64,6 +64,7 @@ class CodeWriter:
         self.constants: dict[tuple, str] = {}
         self.origins: dict[int, Any] = {}  # index in `lines` -> the user line the code came from
         self.node_lines: dict[int, int] = {}  # id(node) -> the index in `lines` where its code starts
+        self.emitted: list[tuple[int, Node]] = []  # (that index, node) in the order of the code
         self._indent = 1
 
     def line(self, text: str, origin: Any = None) -> None:
@@ -218,6 +219,7 @@ def dead_after(graph: Graph) -> dict[int, list[str]]:
 def emit_node(w: CodeWriter, node: Node, dead: list[str] | None = None) -> None:
     op = node.op
     w.node_lines[id(node)] = len(w.lines)
+    w.emitted.append((len(w.lines), node))
     free = f";  del {', '.join(dead)}" if dead else ""
     if op.kind is OpKind.CONTROL:
         _CONTROL_EMITTERS[type(op.target)](w, node)
@@ -404,6 +406,8 @@ def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True,
     params = ", ".join(v.name for v in graph.inputs)
     src = "\n".join([header, f"def {fn_name}({params}):"] + w.lines) + "\n"
     w.globals["__ta_origins__"] = {i + _FIRST_BODY_LINE: o for i, o in w.origins.items()}
+    # (line, node) for the code of each node, in line order: which op failed when the graph raises
+    w.globals["__ta_node_lines__"] = [(i + _FIRST_BODY_LINE, n) for i, n in w.emitted]
     return src, w.globals
 
 
