@@ -513,6 +513,16 @@ def reads_a_python_number_the_body_set(a, i):
     return y
 
 
+def a_number_then_a_tensor(a, i):
+    y = 0
+    try:
+        y = y + a  # (were this op to fail, the handler would start from 0: a 0-dim tensor of y's type)
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        y = y - 100
+    return y
+
+
 def rebinds_then_finally(a, i):
     y = a * 1
     try:
@@ -534,6 +544,7 @@ def rebinds_then_finally(a, i):
     (rebinds_to_values_made_earlier, [(T(1), T(0)), (T(1), T(2)), (T(1), T(5))]),
     (reads_a_python_number_the_body_set, [(T(1), T(1)), (T(1), T(5))]),
     (rebinds_then_finally, [(T(1), T(1)), (T(1), T(5))]),
+    (a_number_then_a_tensor, [(T(1), T(1)), (T(1), T(5)), (T(3), T(-7))]),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_handler_starts_from_the_values_at_the_op_that_failed(fn, calls):
     assert_same_outcomes(fn, calls)

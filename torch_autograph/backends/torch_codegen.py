@@ -369,9 +369,12 @@ def _emit_at_raise(w: CodeWriter, node: Node, body: Graph) -> None:
                 segments.append((line + _FIRST_BODY_LINE, k))
         if not segments:
             segments = [(0, 0)]
-        expr = w.arg(values[segments[-1][1]])
+        # (a Python number: a 0-dim tensor of the placeholder's type, made once)
+        args = [w.arg(v) if isinstance(v, Value) else w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k")
+                for v in values]
+        expr = args[segments[-1][1]]
         for (_, k), (line, _) in zip(reversed(segments[:-1]), reversed(segments[1:])):
-            expr = f"{w.arg(values[k])} if _ta_line < {line} else {expr}"
+            expr = f"{args[k]} if _ta_line < {line} else {expr}"
         w.line(f"{p.name} = {expr}")
 
 

@@ -162,9 +162,9 @@ class TryOp:
     # node raises what no handler catches (or a handler raises).
     on_raise: bool = False
     # What the handlers start from where the body rebinds a variable between its ops: per variable, (the
-    # placeholder the handler graphs read, the values it may be bound to, ((node of the body at any depth, index
-    # among them), ...)): bound, as a handler starts, to the value of the node that raised (values[0] for the
-    # nodes not listed).
+    # placeholder the handler graphs read, the values it may be bound to (Values, or Python numbers: a 0-dim
+    # tensor of its type), ((node of the body at any depth, index among them), ...)): bound, as a handler starts,
+    # to the value of the node that raised (values[0] for the nodes not listed).
     at_raise: tuple = ()
 
     def __repr__(self) -> str:
@@ -176,7 +176,8 @@ class TryOp:
 
     def printed_args(self) -> list[str]:
         names = ", ".join("(" + ", ".join(c.__name__ for c in cs) + ")" for cs in self.catches)
-        bound = [f"%{p.name}=at_raise({', '.join('%' + v.name for v in values)})" for p, values, _ in self.at_raise]
+        bound = [f"%{p.name}=at_raise({', '.join('%' + v.name if isinstance(v, Value) else repr(v) for v in values)})"
+                 for p, values, _ in self.at_raise]
         return [f"except={names}"] + (["finally"] if self.on_raise else []) + bound
 
 

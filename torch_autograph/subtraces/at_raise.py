@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dis
 import inspect
+import struct
 from typing import Any, Callable, Sequence
+
+import torch
 
 from ..graph import Graph, Node, Value, ValueKind, walk_nodes
 from ..tracing import GraphTensor, TraceState
@@ -89,19 +92,22 @@ class AtRaise:
                 continue
             if not any(reads_param(fn, i) for fn in fns):
                 continue
-            at._check(name, bound, label)
-            one = bound[0][1]
+            one = at._check(name, bound, label)
             if not isinstance(one, GraphTensor):
                 starts[i] = one  # (one Python value at every op: `_check`)
                 continue
-            values: list[Value] = []
+            values: list[Any] = []  # (the Values, and Python numbers: a 0-dim tensor of the placeholder's type)
             index: dict[int, tuple[Node, int]] = {}
             for node, v in bound:
-                if not any(v._value is x for x in values):
-                    values.append(v._value)
-                index[id(node)] = (node, next(k for k, x in enumerate(values) if x is v._value))
+                x = v._value if isinstance(v, GraphTensor) else v
+                k = next((k for k, y in enumerate(values) if y is x or (
+                    not isinstance(y, Value) and not isinstance(x, Value) and type(y) is type(x) and y == x)), None)
+                if k is None:
+                    k = len(values)
+                    values.append(x)
+                index[id(node)] = (node, k)
             meta = one._value
-            grad = any(v.requires_grad for _, v in bound)
+            grad = any(getattr(v, "requires_grad", False) for _, v in bound)
             example = state.engine.example(tuple(meta.shape), meta.dtype, meta.device, grad)
             p = Value(state.fresh_name(f"{name.replace('.', '_')}_at_raise"), meta.dtype, tuple(meta.shape),
                       meta.device, ValueKind.TENSOR, example)
@@ -111,29 +117,33 @@ class AtRaise:
             starts[i] = gt
         return at, starts
 
-    def _check(self, name: str, bound: list, label: str) -> None:
-        """Refuse bindings one placeholder cannot stand for: tensors of another type (dtype, device or shape) at
-        different ops, a tensor at one and a Python value at another, or different Python values."""
-        _, one = bound[0]
-        for node, v in bound[1:]:
+    def _check(self, name: str, bound: list, label: str) -> Any:
+        """The binding the placeholder stands for (a tensor among them, else the Python value); refused where one
+        placeholder cannot: tensors of another type (dtype, device or shape) at different ops, different Python
+        values, or a Python value with tensors but a number a 0-dim tensor of their type holds exactly."""
+        tensors = [v for _, v in bound if isinstance(v, GraphTensor)]
+        one = tensors[0] if tensors else bound[0][1]
+        for node, v in bound:
             if v is one:
                 continue
-            if isinstance(v, GraphTensor) and isinstance(one, GraphTensor):
+            if isinstance(v, GraphTensor):
                 same = (v._value.dtype, v._value.device, tuple(v._value.shape)) == (
                     one._value.dtype, one._value.device, tuple(one._value.shape))
+            elif tensors:
+                same = type(v) in (int, float, bool) and not tuple(one._value.shape) and _exactly(v, one._value.dtype)
             else:
-                same = not isinstance(v, GraphTensor) and not isinstance(one, GraphTensor) and type(v) is type(one) \
-                    and _equal(v, one)
+                same = type(v) is type(one) and _equal(v, one)
             if not same:
                 was = "unassigned" if one is UNSET else describe(one)
                 now = "unassigned" if v is UNSET else describe(v)
                 raise TypeError(
                     f"{quoted(name)} is {now}{where(node.origin)}, an op of the `try` body of {label}, but "
-                    f"{was} at an op before it: the handler, which reads {quoted(name)}, starts from the value it "
+                    f"{was} at another op of it: the handler, which reads {quoted(name)}, starts from the value it "
                     f"has at the op that fails as the graph runs, which may be either, and a graph gives a "
                     f"variable one type (tensors of one dtype and shape, or one Python value). Give "
                     f"{quoted(name)} the same type throughout the `try` body, or assign the new value to another "
                     f"variable.")
+        return one
 
     def finish(self, handler_graphs: Sequence[Graph]) -> tuple:
         """The `TryOp.at_raise` entries of the placeholders the handlers read; the others are dropped."""
@@ -147,7 +157,8 @@ class AtRaise:
 
     def outer_values(self, entries: tuple) -> list[Value]:
         """The values before the body that entries bind (arguments of the `try` node: kept alive until it)."""
-        return [self.state.resolve(v) for _, values, _ in entries for v in values if self.state.definer(v)]
+        return [self.state.resolve(v) for _, values, _ in entries for v in values
+                if isinstance(v, Value) and self.state.definer(v)]
 
     def placeholders(self) -> set[int]:
         return {id(p) for p, _, _, _ in self.tracked}
@@ -162,4 +173,19 @@ def _equal(a: Any, b: Any) -> bool:
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - an object whose == is not a bool is another value
+        return False
+
+
+def _exactly(x: Any, dtype: Any) -> bool:
+    """Whether a 0-dim tensor of `dtype` holds the Python number `x` exactly (worked out in Python: no op runs
+    while tracing)."""
+    if dtype is torch.bool:
+        return type(x) is bool
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        return type(x) in (int, bool) and info.min <= x <= info.max
+    code = {torch.float64: "d", torch.float32: "f", torch.float16: "e"}.get(dtype)
+    try:
+        return code is not None and struct.unpack(code, struct.pack(code, x))[0] == x
+    except (OverflowError, struct.error):
         return False
