@@ -523,6 +523,39 @@ def a_number_then_a_tensor(a, i):
     return y
 
 
+def sets_python_numbers_between_ops(a, i):
+    k = 1
+    try:
+        y = a + torch.arange(3)[i]  # fails with k == 1
+        k = 2
+        y = y + torch.arange(3)[i + 1]  # fails with k == 2: k is a 0-dim tensor for the handler
+    except IndexError:
+        y = a * k
+    return y
+
+
+def reads_a_run_time_number_made_in_the_body(a, i, n):
+    y = a * 1
+    try:
+        k = n.shape[0] - 1  # a run-time number (n's size)
+        y = y + torch.arange(3)[i]
+        k = k * 2
+        y = y + torch.arange(3)[i + 1]
+    except IndexError:
+        y = y * 10 + k
+    return y
+
+
+def becomes_float_in_the_body(a, i):
+    y = a * 1
+    try:
+        y = y * 1.5  # (an op that cannot fail: the handler never starts from the int tensor)
+        y = y + torch.arange(3)[i]
+    except IndexError:
+        y = y - 100
+    return y
+
+
 def rebinds_then_finally(a, i):
     y = a * 1
     try:
@@ -545,9 +578,18 @@ def rebinds_then_finally(a, i):
     (reads_a_python_number_the_body_set, [(T(1), T(1)), (T(1), T(5))]),
     (rebinds_then_finally, [(T(1), T(1)), (T(1), T(5))]),
     (a_number_then_a_tensor, [(T(1), T(1)), (T(1), T(5)), (T(3), T(-7))]),
+    (sets_python_numbers_between_ops, [(T(1), T(0)), (T(1), T(2)), (T(1), T(5))]),
+    (becomes_float_in_the_body, [(T(1), T(1)), (T(1), T(5))]),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_the_handler_starts_from_the_values_at_the_op_that_failed(fn, calls):
     assert_same_outcomes(fn, calls)
+
+
+def test_a_run_time_number_the_handler_reads_is_its_value_at_the_op_that_failed():
+    f = ta.function(reads_a_run_time_number_made_in_the_body)
+    for i, n in ((1, 4), (5, 4), (2, 6), (1, 3), (7, 2)):  # (n's size varies: a run-time number)
+        args = (T(1), T(i), torch.zeros(n))
+        torch.testing.assert_close(f(*args), reads_a_run_time_number_made_in_the_body(*args))
 
 
 def test_the_handler_starts_from_the_values_at_the_op_that_failed_with_jit_compile():
@@ -561,29 +603,29 @@ def test_the_handler_starts_from_the_values_at_the_op_that_failed_with_jit_compi
                 torch.testing.assert_close(f(*args), fn(*args))
 
 
-def becomes_float_in_the_body(a, i):
+def changes_shape_in_the_body(a, i):
     y = a * 1
     try:
-        y = y * 1.5
-        y = y + torch.arange(3)[i]  # the op of another type
+        y = y + torch.ones(2)
+        y = y + torch.arange(3)[i]  # the op of another shape
     except IndexError:
         y = y - 100
     return y
 
 
-def sets_a_python_number_between_ops(a, i):
-    k = 1
+def sets_a_python_string_between_ops(a, i):
+    mode = "first"
     try:
         y = a + torch.arange(3)[i]
-        k = 2
-        y = y + torch.arange(3)[i + 1]  # the op after k = 2
+        mode = "second"
+        y = y + torch.arange(3)[i + 1]  # the op after mode = "second"
     except IndexError:
-        y = a * k
+        y = a * (2 if mode == "first" else 3)
     return y
 
 
-@pytest.mark.parametrize("fn, what", [(becomes_float_in_the_body, "'y' is float32[] cpu"),
-                                      (sets_a_python_number_between_ops, "'k' is int 2")])
+@pytest.mark.parametrize("fn, what", [(changes_shape_in_the_body, "'y' is float32[2] cpu"),
+                                      (sets_a_python_string_between_ops, "'mode' is str 'second'")])
 def test_a_handler_reading_a_variable_whose_type_differs_between_the_body_s_ops_is_refused(fn, what):
     # The handler starts from the value at the op that fails, which the graph can give one type only: refused at
     # the op, naming the variable and the `except`, where eagerly each op has its own.

@@ -369,9 +369,10 @@ def _emit_at_raise(w: CodeWriter, node: Node, body: Graph) -> None:
                 segments.append((line + _FIRST_BODY_LINE, k))
         if not segments:
             segments = [(0, 0)]
-        # (a Python number: a 0-dim tensor of the placeholder's type, made once)
-        args = [w.arg(v) if isinstance(v, Value) else w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k")
-                for v in values]
+        # (a Python number: a 0-dim tensor of the placeholder's type, made once; a run-time one made then)
+        args = [w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k") if not isinstance(v, Value) else
+                f"torch.as_tensor({v.name}, dtype={w.arg(p.dtype)}, device={w.arg(p.device)})"
+                if v.kind is ValueKind.SCALAR else w.arg(v) for v in values]
         expr = args[segments[-1][1]]
         for (_, k), (line, _) in zip(reversed(segments[:-1]), reversed(segments[1:])):
             expr = f"{args[k]} if _ta_line < {line} else {expr}"

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import dis
 import inspect
+import operator
 import struct
 from typing import Any, Callable, Sequence
 
 import torch
 
-from ..graph import Graph, Node, Value, ValueKind, walk_nodes
-from ..tracing import GraphTensor, TraceState
-from .branches import UNSET, describe, quoted, where
+from .. import errors
+from ..graph import Graph, Node, OpKind, Value, ValueKind, walk_nodes
+from ..tracing import SYMBOLIC, GraphList, GraphTensor, TraceState, constant_of
+from .branches import SCALAR_DTYPES, UNSET, describe, quoted, where
 
 UNKNOWN = object()  # a binding the frames did not show (the name is not a plain variable or attribute)
 _LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST_CHECK", "LOAD_NAME"})
@@ -73,47 +75,86 @@ class AtRaise:
         # per tracked variable: (placeholder Value, its GraphTensor, the values it may take (first: at the first
         # op), id(node) -> (node, index among them))
         self.tracked: list[tuple[Value, GraphTensor, tuple, dict]] = []
+        self.refusals: dict[int, TypeError] = {}  # id(placeholder) -> why it cannot stand for its variable
 
     @classmethod
-    def plan(cls, state: TraceState, seen: list, body_nodes: list, names: Sequence[str], inits: list,
-             originals: tuple, fns: Sequence[Callable[..., Any]], label: str) -> tuple["AtRaise", list]:
+    def plan(cls, state: TraceState, seen: list, start: int, names: Sequence[str], inits: list,
+             originals: tuple, fns: Sequence[Callable[..., Any]], label: str, after: tuple = ()
+             ) -> tuple["AtRaise", list]:
         """The tracked variables and the state the handlers start from (`inits` with placeholders). `originals`:
-        the state as the body started (a Python list the body changed in place is the same list there)."""
+        the state as the body started (a Python list the body changed in place is the same list there); `after`:
+        as it ended (numbers alone become a 0-dim tensor of the type the body gives the variable, if a tensor)."""
         at = cls(state)
+        body_nodes = state.graph.nodes[start:]
         inner = [n for n in body_nodes for n in (n, *_nested(n))]
         ids = {id(n) for n in inner}
         notes = {id(node): (node, vals) for node, vals in seen if id(node) in ids}
         starts = list(inits)
         for i, name in enumerate(names[:len(inits)]):
+            if any(name == base or name.startswith(base + "_") for base in errors.GENERATED_VARIABLES):
+                # AutoGraph's `return` flag and value: an op of the body runs only while the function has not
+                # returned (the code after a `return` under a tensor `if` is guarded), so as before the body.
+                continue
             first = inits[i]
             per_node = [(node, first if vals[i] is originals[i] else vals[i]) for node, vals in notes.values()]
-            bound = [(node, v) for node, v in per_node if v is not UNKNOWN]
+            # (an op that cannot fail as the graph runs is never the one a handler starts from)
+            bound = [(node, v) for node, v in per_node if v is not UNKNOWN and _may_fail(node)]
             if not bound or all(v is first for _, v in bound):
                 continue
+            if any(type(v) is list or isinstance(v, GraphList) for _, v in bound + [(None, first)]):
+                continue  # (a list: the handler starts from its items before the body, `try_end`)
             if not any(reads_param(fn, i) for fn in fns):
                 continue
-            one = at._check(name, bound, label)
-            if not isinstance(one, GraphTensor):
-                starts[i] = one  # (one Python value at every op: `_check`)
+            one = bound[0][1]
+            if not isinstance(one, GraphTensor) and all(v is one or (type(v) is type(one) and _equal(v, one))
+                                                        for _, v in bound):
+                starts[i] = one  # (one Python value at every op)
                 continue
+            # A binding the placeholder cannot stand for is refused if a handler reads the placeholder (`finish`).
+            refusal: TypeError | None = None
+            numbers = []
+            for node, v in bound:
+                try:
+                    numbers.append((node, at._number(v, start, name, node, label)))
+                except TypeError as e:
+                    refusal = refusal or e
+            bound = numbers or bound[:1]
+            try:
+                one = at._check(name, bound, label)
+            except TypeError as e:
+                refusal = refusal or e
+                one = next((v for _, v in bound if isinstance(v, GraphTensor)), None)
+                if one is None and _number_dtype(bound[0][1]) is None:
+                    raise
+                one = one if one is not None else bound[0][1]
+                bound = [(node, v) for node, v in bound if v is one]
             values: list[Any] = []  # (the Values, and Python numbers: a 0-dim tensor of the placeholder's type)
             index: dict[int, tuple[Node, int]] = {}
             for node, v in bound:
-                x = v._value if isinstance(v, GraphTensor) else v
+                x = v._value if isinstance(v, (GraphTensor, RunTimeNumber)) else v
                 k = next((k for k, y in enumerate(values) if y is x or (
                     not isinstance(y, Value) and not isinstance(x, Value) and type(y) is type(x) and y == x)), None)
                 if k is None:
                     k = len(values)
                     values.append(x)
                 index[id(node)] = (node, k)
-            meta = one._value
+            # (Python numbers alone: a 0-dim tensor of their type, as where a tensor `if` merges two of them)
+            dtype, shape, device = (one._value.dtype, tuple(one._value.shape), one._value.device) if isinstance(
+                one, GraphTensor) else (_number_dtype(one), (), state.default_device)
+            end = after[i] if i < len(after) else None
+            if not isinstance(one, GraphTensor) and isinstance(end, GraphTensor) and not end._value.shape and all(
+                    isinstance(v, RunTimeNumber) and (v._value.dtype is torch.int64 or end._value.dtype.is_floating_point)
+                    or _exactly(v, end._value.dtype) for _, v in bound):
+                dtype, device = end._value.dtype, end._value.device
             grad = any(getattr(v, "requires_grad", False) for _, v in bound)
-            example = state.engine.example(tuple(meta.shape), meta.dtype, meta.device, grad)
-            p = Value(state.fresh_name(f"{name.replace('.', '_')}_at_raise"), meta.dtype, tuple(meta.shape),
-                      meta.device, ValueKind.TENSOR, example)
+            example = state.engine.example(shape, dtype, device, grad)
+            p = Value(state.fresh_name(f"{name.replace('.', '_')}_at_raise"), dtype, shape, device,
+                      ValueKind.TENSOR, example)
             state._defined.add(id(p))  # (readable by the handlers while they are traced)
             gt = state.wrap(p, requires_grad=grad)
             at.tracked.append((p, gt, tuple(values), index))
+            if refusal is not None:
+                at.refusals[id(p)] = refusal
             starts[i] = gt
         return at, starts
 
@@ -129,13 +170,17 @@ class AtRaise:
             if isinstance(v, GraphTensor):
                 same = (v._value.dtype, v._value.device, tuple(v._value.shape)) == (
                     one._value.dtype, one._value.device, tuple(one._value.shape))
+            elif tensors and isinstance(v, RunTimeNumber):
+                same = not tuple(one._value.shape) and (v._value.dtype is torch.int64 and one._value.dtype not in (
+                    torch.bool, torch.uint8) or one._value.dtype.is_floating_point)
             elif tensors:
                 same = type(v) in (int, float, bool) and not tuple(one._value.shape) and _exactly(v, one._value.dtype)
-            else:
-                same = type(v) is type(one) and _equal(v, one)
+            else:  # (numbers of one type: a 0-dim tensor; another Python value: the same at every op)
+                kinds = {_number_dtype(x) for x in (one, v)}
+                same = (None not in kinds and len(kinds) == 1) or (type(v) is type(one) and _equal(v, one))
             if not same:
-                was = "unassigned" if one is UNSET else describe(one)
-                now = "unassigned" if v is UNSET else describe(v)
+                was, now = (("unassigned" if x is UNSET else repr(x) if isinstance(x, RunTimeNumber) else describe(x))
+                            for x in (one, v))
                 raise TypeError(
                     f"{quoted(name)} is {now}{where(node.origin)}, an op of the `try` body of {label}, but "
                     f"{was} at another op of it: the handler, which reads {quoted(name)}, starts from the value it "
@@ -144,6 +189,46 @@ class AtRaise:
                     f"{quoted(name)} the same type throughout the `try` body, or assign the new value to another "
                     f"variable.")
         return one
+
+    def _number(self, v: Any, start: int, name: str, node: Node, label: str) -> Any:
+        """`v`, or a run-time number as its graph value, computed before the op `node` (the ops computing it
+        from values the body made before that op are moved there); refused where it cannot be."""
+        if not isinstance(v, SYMBOLIC) or not isinstance(constant_of(v), SYMBOLIC):
+            return v
+        state = self.state
+        nodes = state.graph.nodes
+        n = len(nodes)
+        try:
+            value = state.to_value(v)
+        except AssertionError:
+            value = None  # (a number of a sub-trace of the body: no value the handler can read)
+        made = nodes[n:]
+        body = nodes[start:n]
+        place = {id(o): k for k, m in enumerate(body) for o in m.outputs}  # (the body's root ops)
+        at = next((k for k, m in enumerate(body) if m is node or any(x is node for x in _nested(m))), None)
+        later = place.get(id(value), -1) if isinstance(value, Value) else -1
+        if at is not None and later >= at:  # (made by the body after that op: moved with the new ones)
+            made = [body[later]] + made
+        inputs = [place.get(id(x), -1) for m in made for x in m.input_values()]
+        if isinstance(value, Value) and at is not None and all(k < at for k in inputs) and \
+                all(m.op.pure and not m.subgraphs and not m.stateful for m in made):
+            if made:  # (right after what they read: they compute a number, and cannot fail)
+                moved = {id(m) for m in made}
+                nodes[start:] = [m for m in nodes[start:] if id(m) not in moved]
+                k = start + max(inputs, default=-1) + 1
+                nodes[k:k] = made
+            return RunTimeNumber(value)
+        raise TypeError(
+            f"{quoted(name)} is a run-time number made inside the `try` body of {label}{where(node.origin)}, which "
+            f"the handler reads: the handler starts from the value it has at the op that fails as the graph "
+            f"runs, which may be before that number exists. Keep it in a tensor, or in another variable.")
+
+    def check_reads(self, handler_graphs: Sequence[Graph]) -> None:
+        """Raise the refusal of a placeholder a handler reads that cannot stand for its variable."""
+        read = {id(v) for g in handler_graphs for v in g.inputs}
+        for p, _, _, _ in self.tracked:
+            if id(p) in read and id(p) in self.refusals:
+                raise self.refusals[id(p)]
 
     def finish(self, handler_graphs: Sequence[Graph]) -> tuple:
         """The `TryOp.at_raise` entries of the placeholders the handlers read; the others are dropped."""
@@ -162,6 +247,34 @@ class AtRaise:
 
     def placeholders(self) -> set[int]:
         return {id(p) for p, _, _, _ in self.tracked}
+
+
+class RunTimeNumber:
+    """A run-time number a variable is bound to at an op of the body: its graph value."""
+
+    def __init__(self, value: Value) -> None:
+        self._value = value
+
+    def __repr__(self) -> str:
+        return f"a run-time {'int' if self._value.dtype is torch.int64 else 'number'}"
+
+
+def _may_fail(node: Node) -> bool:
+    """Whether `node` may be the op that raises as the graph runs: not a control-flow node with sub-graphs (what
+    fails there is an op of theirs), nor arithmetic that cannot fail on tensors and numbers whose shapes are
+    known (their broadcast was checked while tracing)."""
+    if node.subgraphs:
+        return False
+    op = node.op
+    if op.kind is not OpKind.OPERATOR or op.target not in _SAFE_OPERATORS:
+        return True
+    return any(isinstance(v, Value) and (v.kind not in (ValueKind.TENSOR, ValueKind.SCALAR) or
+                                         not all(type(d) is int for d in v.shape)) for v in node.input_values())
+
+
+# Python operators that raise for no values of static shapes (not `//` and `%`: an integer tensor by zero)
+_SAFE_OPERATORS = frozenset({operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pos,
+                             operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne})
 
 
 def _nested(node: Node) -> list[Node]:
@@ -189,3 +302,10 @@ def _exactly(x: Any, dtype: Any) -> bool:
         return code is not None and struct.unpack(code, struct.pack(code, x))[0] == x
     except (OverflowError, struct.error):
         return False
+
+
+def _number_dtype(x: Any) -> Any:
+    """The dtype of a 0-dim tensor standing for the number `x` (a Python or a run-time one); None for another."""
+    if isinstance(x, RunTimeNumber):
+        return x._value.dtype
+    return SCALAR_DTYPES.get(type(x))

@@ -253,8 +253,8 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         return out_vars
     # 1. Each handler, traced from the state before the body, but for the variables the body rebinds between
     # its ops: those are placeholders, bound as the graph runs to their values at the op that failed.
-    at_raise, starts = AtRaise.plan(state, token.seen, state.graph.nodes[token.start:], names, inits,
-                                    token.init_vars, [fn for _, fn, _, _ in handlers], label)
+    at_raise, starts = AtRaise.plan(state, token.seen, token.start, names, inits,
+                                    token.init_vars, [fn for _, fn, _, _ in handlers], label, out_vars)
     token.seen = []
     branches, outs = [], []
     for i, (_, fn, _, _) in enumerate(handlers):
@@ -272,6 +272,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
             out = tuple(list(changed[id(o)]) if type(o) is list and id(o) in changed else o for o in out)
         branches.append(hb)
         outs.append(out)
+    at_raise.check_reads([hb.graph for hb in branches])
     # 2. One value per state variable for the body and each handler (numbers promoted where one is a tensor).
     # A variable one path leaves unassigned (UNSET) takes the structure the other gives it (a return slot).
     for o in outs:
