@@ -634,3 +634,28 @@ def test_a_handler_reading_a_variable_whose_type_differs_between_the_body_s_ops_
         ta.function(fn)(T(1), T(1))
     assert line_of(fn, "# the op") in str(info.value)
     assert line_of(fn, "except IndexError:") in str(info.value)
+
+
+def keeps_a_loop_number_the_handler_reads(a, n):
+    y = a * 1
+    k = 0
+    try:
+        for j in range(int(n)):  # a graph loop: `j` and `k` are run-time numbers of its body
+            k = j * 2
+            y = y + torch.arange(3)[j]  # the failing op
+    except IndexError:
+        y = y + k
+    return y
+
+
+def test_a_handler_reading_a_number_the_graph_has_not_at_the_failing_op_is_refused_as_it_runs():
+    # The number is the loop body's, which the graph has no value of where the op fails: refused when (and only
+    # when) the handler starts there, chained to the user's error, naming the variable and the op's line.
+    f = ta.function(keeps_a_loop_number_the_handler_reads)
+    torch.testing.assert_close(f(T(1), T(2)), keeps_a_loop_number_the_handler_reads(T(1), T(2)))
+    with pytest.raises(TypeError, match="'k' is a run-time number the graph does not have at") as info:
+        f(T(1), T(5))
+    assert line_of(keeps_a_loop_number_the_handler_reads, "# the failing op") in str(info.value)
+    assert line_of(keeps_a_loop_number_the_handler_reads, "except IndexError:") in str(info.value)
+    assert isinstance(info.value.__context__, IndexError)
+

@@ -370,7 +370,9 @@ def _emit_at_raise(w: CodeWriter, node: Node, body: Graph) -> None:
         if not segments:
             segments = [(0, 0)]
         # (a Python number: a 0-dim tensor of the placeholder's type, made once; a run-time one made then)
-        args = [w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k") if not isinstance(v, Value) else
+        # (a value the graph does not have there: a callable refusing it, called as the handler starts)
+        args = [f"{w.global_name(v, 'refuse')}()" if callable(v) else
+                w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k") if not isinstance(v, Value) else
                 f"torch.as_tensor({v.name}, dtype={w.arg(p.dtype)}, device={w.arg(p.device)})"
                 if v.kind is ValueKind.SCALAR else w.arg(v) for v in values]
         expr = args[segments[-1][1]]

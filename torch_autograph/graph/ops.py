@@ -162,9 +162,10 @@ class TryOp:
     # node raises what no handler catches (or a handler raises).
     on_raise: bool = False
     # What the handlers start from where the body rebinds a variable between its ops: per variable, (the
-    # placeholder the handler graphs read, the values it may be bound to (Values, or Python numbers: a 0-dim
-    # tensor of its type), ((node of the body at any depth, index among them), ...)): bound, as a handler starts,
-    # to the value of the node that raised (values[0] for the nodes not listed).
+    # placeholder the handler graphs read, the values it may be bound to (Values, Python numbers: a 0-dim
+    # tensor of its type, or a callable raising the refusal of a value the graph does not have there), ((node of
+    # the body at any depth, index among them), ...)): bound, as a handler starts, to the value of the node that
+    # raised (values[0] for the nodes not listed).
     at_raise: tuple = ()
 
     def __repr__(self) -> str:

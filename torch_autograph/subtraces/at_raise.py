@@ -6,7 +6,14 @@ so as each of its ops is recorded (at any depth: in a tensor `if` or loop of the
 notes what each state variable is bound to then (`TryToken.note`, read from the frames of the converted code
 running the body). A variable the handler reads whose binding changes from op to op gets a placeholder the
 handler is traced from; the `try` node (`TryOp.at_raise`) says which value it is bound to at each op of the
-body, and the backend binds it to the one of the op that raised.
+body, and the backend binds it to the one of the op that raised (torch_codegen: from the line the exception
+left the generated function at).
+
+Only ops that may fail count (not arithmetic on tensors of known shapes). Numbers that differ between ops
+(Python ones, or run-time ones: their graph values, computed before the op) become a 0-dim tensor; a variable
+of another shape or dtype at another op, or another Python value, is refused where a handler reads it.
+AutoGraph's `return` variables (an op runs only while the function has not returned) and Python lists (their
+items before the body, `try_end`) keep the state before the body.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from .. import errors
 from ..graph import Graph, Node, OpKind, Value, ValueKind, walk_nodes
 from ..tracing import SYMBOLIC, GraphList, GraphTensor, TraceState, constant_of
 from .branches import SCALAR_DTYPES, UNSET, describe, quoted, where
+
+_NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 UNKNOWN = object()  # a binding the frames did not show (the name is not a plain variable or attribute)
 _LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_FAST_CHECK", "LOAD_NAME"})
@@ -112,13 +121,7 @@ class AtRaise:
                 continue
             # A binding the placeholder cannot stand for is refused if a handler reads the placeholder (`finish`).
             refusal: TypeError | None = None
-            numbers = []
-            for node, v in bound:
-                try:
-                    numbers.append((node, at._number(v, start, name, node, label)))
-                except TypeError as e:
-                    refusal = refusal or e
-            bound = numbers or bound[:1]
+            bound = [(node, at._number(v, start, name, node, label)) for node, v in bound]
             try:
                 one = at._check(name, bound, label)
             except TypeError as e:
@@ -143,7 +146,8 @@ class AtRaise:
                 one, GraphTensor) else (_number_dtype(one), (), state.default_device)
             end = after[i] if i < len(after) else None
             if not isinstance(one, GraphTensor) and isinstance(end, GraphTensor) and not end._value.shape and all(
-                    isinstance(v, RunTimeNumber) and (v._value.dtype is torch.int64 or end._value.dtype.is_floating_point)
+                    isinstance(v, (RunTimeNumber, Unreadable)) and (_number_dtype(v) is torch.int64 or
+                                                                    end._value.dtype.is_floating_point)
                     or _exactly(v, end._value.dtype) for _, v in bound):
                 dtype, device = end._value.dtype, end._value.device
             grad = any(getattr(v, "requires_grad", False) for _, v in bound)
@@ -170,8 +174,8 @@ class AtRaise:
             if isinstance(v, GraphTensor):
                 same = (v._value.dtype, v._value.device, tuple(v._value.shape)) == (
                     one._value.dtype, one._value.device, tuple(one._value.shape))
-            elif tensors and isinstance(v, RunTimeNumber):
-                same = not tuple(one._value.shape) and (v._value.dtype is torch.int64 and one._value.dtype not in (
+            elif tensors and isinstance(v, (RunTimeNumber, Unreadable)):
+                same = not tuple(one._value.shape) and (_number_dtype(v) is torch.int64 and one._value.dtype not in (
                     torch.bool, torch.uint8) or one._value.dtype.is_floating_point)
             elif tensors:
                 same = type(v) in (int, float, bool) and not tuple(one._value.shape) and _exactly(v, one._value.dtype)
@@ -185,18 +189,27 @@ class AtRaise:
                     f"{quoted(name)} is {now}{where(node.origin)}, an op of the `try` body of {label}, but "
                     f"{was} at another op of it: the handler, which reads {quoted(name)}, starts from the value it "
                     f"has at the op that fails as the graph runs, which may be either, and a graph gives a "
-                    f"variable one type (tensors of one dtype and shape, or one Python value). Give "
+                    f"variable one type (tensors of one dtype and shape, numbers, or one Python value). Give "
                     f"{quoted(name)} the same type throughout the `try` body, or assign the new value to another "
                     f"variable.")
         return one
 
     def _number(self, v: Any, start: int, name: str, node: Node, label: str) -> Any:
         """`v`, or a run-time number as its graph value, computed before the op `node` (the ops computing it
-        from values the body made before that op are moved there); refused where it cannot be."""
+        from values the body made before that op are moved there); `Unreadable` where it cannot be (a number
+        of a tensor `if` or loop of the body)."""
         if not isinstance(v, SYMBOLIC) or not isinstance(constant_of(v), SYMBOLIC):
             return v
         state = self.state
         nodes = state.graph.nodes
+        dtype = SCALAR_DTYPES[next(py for sym, py in _NUMBER_OF.items() if isinstance(constant_of(v), sym))]
+        unreadable = Unreadable(
+            f"{quoted(name)} is a run-time number the graph does not have{where(node.origin)}, the op of the `try` "
+            f"body of {label} that failed as the graph ran: the handler, which reads {quoted(name)}, starts from "
+            f"the value it has there. Keep {quoted(name)} in a tensor there (`torch.as_tensor(...)`), or assign "
+            f"it after the `try` statement.", dtype)
+        if not any(m is node for m in nodes[start:]):
+            return unreadable  # (recorded in a sub-trace: its numbers belong to it)
         n = len(nodes)
         try:
             value = state.to_value(v)
@@ -205,12 +218,12 @@ class AtRaise:
         made = nodes[n:]
         body = nodes[start:n]
         place = {id(o): k for k, m in enumerate(body) for o in m.outputs}  # (the body's root ops)
-        at = next((k for k, m in enumerate(body) if m is node or any(x is node for x in _nested(m))), None)
+        at = next(k for k, m in enumerate(body) if m is node)
         later = place.get(id(value), -1) if isinstance(value, Value) else -1
-        if at is not None and later >= at:  # (made by the body after that op: moved with the new ones)
+        if later >= at:  # (made by the body after that op: moved with the new ones)
             made = [body[later]] + made
         inputs = [place.get(id(x), -1) for m in made for x in m.input_values()]
-        if isinstance(value, Value) and at is not None and all(k < at for k in inputs) and \
+        if isinstance(value, Value) and all(k < at for k in inputs) and \
                 all(m.op.pure and not m.subgraphs and not m.stateful for m in made):
             if made:  # (right after what they read: they compute a number, and cannot fail)
                 moved = {id(m) for m in made}
@@ -218,10 +231,7 @@ class AtRaise:
                 k = start + max(inputs, default=-1) + 1
                 nodes[k:k] = made
             return RunTimeNumber(value)
-        raise TypeError(
-            f"{quoted(name)} is a run-time number made inside the `try` body of {label}{where(node.origin)}, which "
-            f"the handler reads: the handler starts from the value it has at the op that fails as the graph "
-            f"runs, which may be before that number exists. Keep it in a tensor, or in another variable.")
+        return unreadable
 
     def check_reads(self, handler_graphs: Sequence[Graph]) -> None:
         """Raise the refusal of a placeholder a handler reads that cannot stand for its variable."""
@@ -247,6 +257,20 @@ class AtRaise:
 
     def placeholders(self) -> set[int]:
         return {id(p) for p, _, _, _ in self.tracked}
+
+
+class Unreadable:
+    """A run-time number a variable is bound to at an op of the body that the graph computes only later: a
+    handler starting from it raises `message` (calling it: as the graph runs, only if that op fails)."""
+
+    def __init__(self, message: str, dtype: torch.dtype) -> None:
+        self.message, self.dtype = message, dtype
+
+    def __repr__(self) -> str:
+        return "a run-time number"
+
+    def __call__(self) -> None:
+        raise TypeError(self.message)
 
 
 class RunTimeNumber:
@@ -308,4 +332,6 @@ def _number_dtype(x: Any) -> Any:
     """The dtype of a 0-dim tensor standing for the number `x` (a Python or a run-time one); None for another."""
     if isinstance(x, RunTimeNumber):
         return x._value.dtype
+    if isinstance(x, Unreadable):
+        return x.dtype
     return SCALAR_DTYPES.get(type(x))
