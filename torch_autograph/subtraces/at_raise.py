@@ -121,7 +121,9 @@ class AtRaise:
                 continue
             # A binding the placeholder cannot stand for is refused if a handler reads the placeholder (`finish`).
             refusal: TypeError | None = None
-            bound = [(node, at._number(v, start, name, node, label)) for node, v in bound]
+            # (the root trace's own numbers: those bound at its ops, or before the body)
+            roots = {id(first)} | {id(v) for node, v in per_node if any(m is node for m in body_nodes)}
+            bound = [(node, at._number(v, start, name, node, label, id(v) in roots)) for node, v in bound]
             try:
                 one = at._check(name, bound, label)
             except TypeError as e:
@@ -194,7 +196,7 @@ class AtRaise:
                     f"variable.")
         return one
 
-    def _number(self, v: Any, start: int, name: str, node: Node, label: str) -> Any:
+    def _number(self, v: Any, start: int, name: str, node: Node, label: str, root: bool) -> Any:
         """`v`, or a run-time number as its graph value, computed before the op `node` (the ops computing it
         from values the body made before that op are moved there); `Unreadable` where it cannot be (a number
         of a tensor `if` or loop of the body)."""
@@ -208,8 +210,8 @@ class AtRaise:
             f"body of {label} that failed as the graph ran: the handler, which reads {quoted(name)}, starts from "
             f"the value it has there. Keep {quoted(name)} in a tensor there (`torch.as_tensor(...)`), or assign "
             f"it after the `try` statement.", dtype)
-        if not any(m is node for m in nodes[start:]):
-            return unreadable  # (recorded in a sub-trace: its numbers belong to it)
+        if not root and not any(m is node for m in nodes[start:]):
+            return unreadable  # (a number of a sub-trace of the body (a tensor `if` or loop): it belongs to it)
         n = len(nodes)
         try:
             value = state.to_value(v)
@@ -218,7 +220,7 @@ class AtRaise:
         made = nodes[n:]
         body = nodes[start:n]
         place = {id(o): k for k, m in enumerate(body) for o in m.outputs}  # (the body's root ops)
-        at = next(k for k, m in enumerate(body) if m is node)
+        at = next(k for k, m in enumerate(body) if m is node or any(x is node for x in _nested(m)))
         later = place.get(id(value), -1) if isinstance(value, Value) else -1
         if later >= at:  # (made by the body after that op: moved with the new ones)
             made = [body[later]] + made
