@@ -39,7 +39,11 @@ so the same program is the reference three ways):
   with one `return` return a `Box` object holding the results. The harness compares the
   objects' state after each call (and the returned object's contents) with eager's;
 - python_grow (not in `FEATURES`: its own test runs it): one of those lists grown with Python values (`CAPL.append(3)`, `push(3)`) under
-  a tensor condition: refused by design (`fuzz_structure` says which programs do it).
+  a tensor condition: refused by design (`fuzz_structure` says which programs do it);
+- raise_paths (not in `FEATURES`: its own test runs it): what the program holds at an op that fails as the graph
+  runs: a `try` whose body rebinds a variable before its failing index (at the body's top, in a tensor `if`, in
+  a loop, in an inner `try`), the handler reading it or passing it on; and the objects of `mutation` changed
+  before and after an index no `except` catches (the call raises: its state is compared with eager's).
 
 `generate_pair(seed)` gives the program for int64 tensors and its `/` version
 for float64 tensors, as `program_gen.generate_pair` does.
@@ -120,7 +124,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
-                             "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow") if k in f]
+                             "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow", "raise_paths")
+                 if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
         return getattr(self, f"wide_{self.rng.choice(kinds)}")("    " * indent, indent, depth, in_loop, extra)
@@ -281,14 +286,44 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                          f"CAPL.insert(0, {r.randint(0, 9)})"))
         return [f"{pad}if {cond}:", f"{pad}    {grow}"]
 
+    def wide_raise_paths(self, pad, indent, depth, in_loop, extra):
+        if depth > 0:  # (at the top of the program: not in a `try` of program_gen, whose `finally:` may read it)
+            return program_gen.ProgramGenerator.stmt(self, indent, depth, in_loop, extra)
+        r, var = self.rng, self.rng.choice(program_gen.LOCALS)
+        index = f"torch.as_tensor({self.int_expr(1, extra)}).long()"  # out of range for some inputs
+        op = f"torch.arange(3, dtype={self.dtype})[{index}]"
+        kind = r.choice(("top", "if", "loop", "inner", "effects", "effects"))
+        if kind == "effects":  # changes before and after an index nothing catches
+            e = f"({self.int_expr(1, extra)}) + ZERO"
+            change = lambda: r.choice((f"CAPL.append({e})", f"CAP['n'] = CAP['n'] + {e}", f"OBJ.n = OBJ.n + {e}",
+                                       f"d['k'] = d['k'] + {e}", f"d['l'].append({e})", f"note({e})",
+                                       f"push({e})", f"mark({e})"))
+            return [f"{pad}{change()}", f"{pad}{var} = {var} + {op}", f"{pad}{change()}"]
+        body = [f"{pad}    {var} = {var} + {self.int_expr(1, extra)}"]  # rebound before the failing op
+        if kind == "top":
+            body += [f"{pad}    {var} = {var} + {op}"]
+        elif kind == "if":
+            body += [f"{pad}    if {self.bool_expr(1, extra)}:", f"{pad}        {var} = {var} * 2",
+                     f"{pad}        {var} = {var} + {op}", f"{pad}    else:", f"{pad}        {var} = {var} - {op}"]
+        elif kind == "loop":
+            k = self.fresh("k")
+            body += [f"{pad}    for {k} in range({self.stop(extra)}):", f"{pad}        {var} = {var} + 1",
+                     f"{pad}        {var} = {var} + torch.arange(3, dtype={self.dtype})[{k} + {index}]"]
+        else:
+            body += [f"{pad}    try:", f"{pad}        {var} = {var} * 2", f"{pad}        {var} = {var} + {op}",
+                     f"{pad}    except IndexError:", f"{pad}        {var} = {var} - {r.randint(1, 5)}",
+                     f"{pad}    {var} = {var} + torch.arange(3, dtype={self.dtype})[{index} - 1]"]
+        handler = r.choice(([f"{pad}    pass"], [f"{pad}    {var} = {var} - {r.randint(10, 50)}"]))
+        return [f"{pad}try:"] + body + [f"{pad}except IndexError:"] + handler
+
     def program(self) -> str:
         source = super().program()
-        if "mutation" in self.features or "python_grow" in self.features:
+        if "mutation" in self.features or "python_grow" in self.features or "raise_paths" in self.features:
             source = source.replace("def prog(a, b, c):", "def prog(a, b, c, d):")
         head = ["import torch", "import torch_autograph as ta", ""]
         if "variables" in self.features:
             head.append(f"V = ta.Variable(torch.tensor(0, dtype={self.dtype}), trainable=False)")
-        if "mutation" in self.features or "python_grow" in self.features:
+        if "mutation" in self.features or "python_grow" in self.features or "raise_paths" in self.features:
             # d['l']'s first item, of the program's dtype: a graph list holds one dtype (a Python float: float32)
             head += [f"ONE = {'torch.tensor(1.0, dtype=torch.float64)' if self.dtype == 'torch.float64' else '1'}"]
             head += [f"ZERO = torch.tensor(0, dtype={self.dtype})"]

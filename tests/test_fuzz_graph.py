@@ -93,6 +93,8 @@ CONSTRUCTS = [
     # A list that outlives the call grown with Python values under a tensor condition: refused by design, each
     # program checked to do that (fuzz_structure).
     pytest.param("python_grow"),
+    # What a program holds at an op that fails as the graph runs: a handler's variables, the objects changed.
+    pytest.param("raise_paths"),
 ]
 
 

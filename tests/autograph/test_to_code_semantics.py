@@ -59,7 +59,7 @@ def falls_off_the_end(x):
 def return_skips_try_else(x):
     do_return = False
     retval_ = ag__.UndefinedReturnValue()
-    do_return, retval_, x, try_token = ag__.try_begin((do_return, retval_, x))
+    do_return, retval_, x, try_token = ag__.try_begin((do_return, retval_, x), ('do_return', 'retval_', 'x'))
     try:
         def if_true(do_return, retval_):
             retval_ = x

@@ -96,6 +96,7 @@ from ..graph import (
     Node,
     Op,
     OpKind,
+    TryOp,
     Value,
     ValueKind,
     iter_values,
@@ -261,8 +262,11 @@ class _Splitter:
         while i < len(g.nodes):
             node = g.nodes[i]
             if not lowerable(node, sizes.recomputable):
+                # A `try` whose handlers start from the values at the op that raised (`TryOp.at_raise`) names
+                # each op of its body: its sub-graphs stay as they are.
+                at_raise = isinstance(node.op.target, TryOp) and node.op.target.at_raise
                 nodes.append(replace(node, subgraphs=tuple(self.graph(s) for s in node.subgraphs))
-                             if node.subgraphs else node)
+                             if node.subgraphs and not at_raise else node)
                 i += 1
                 continue
             run, moved, j = self.run(g.nodes, i, sizes)

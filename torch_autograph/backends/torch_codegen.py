@@ -24,6 +24,7 @@ import itertools
 import linecache
 import math
 import operator
+import sys
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -45,6 +46,7 @@ from ..graph import (
     render_pattern,
     run_check,
     under_autocast,
+    walk_nodes,
 )
 from .compiled import Compiled, CompileOptions
 
@@ -61,6 +63,8 @@ class CodeWriter:
         self._by_id: dict[int, str] = {}
         self.constants: dict[tuple, str] = {}
         self.origins: dict[int, Any] = {}  # index in `lines` -> the user line the code came from
+        self.node_lines: dict[int, int] = {}  # id(node) -> the index in `lines` where its code starts
+        self.emitted: list[tuple[int, Node]] = []  # (that index, node) in the order of the code
         self._indent = 1
 
     def line(self, text: str, origin: Any = None) -> None:
@@ -214,6 +218,8 @@ def dead_after(graph: Graph) -> dict[int, list[str]]:
 
 def emit_node(w: CodeWriter, node: Node, dead: list[str] | None = None) -> None:
     op = node.op
+    w.node_lines[id(node)] = len(w.lines)
+    w.emitted.append((len(w.lines), node))
     free = f";  del {', '.join(dead)}" if dead else ""
     if op.kind is OpKind.CONTROL:
         _CONTROL_EMITTERS[type(op.target)](w, node)
@@ -336,10 +342,43 @@ def _emit_handled(w: CodeWriter, node: Node, body: Graph, handlers: list) -> Non
             classes = ", ".join(w.global_name(c, "exc") for c in node.op.target.catches[i - 1])
             w.line(f"except ({classes},):", node.origin)
         with w.indented():
+            if i > 0 and node.op.target.at_raise:
+                _emit_at_raise(w, node, body)
             emit_nodes(w, sub.nodes)
             _assign(w, node.outputs, sub.outputs)
             if not sub.nodes and not node.outputs:
                 w.line("pass")
+
+
+def raised_line() -> int:
+    """In an `except` clause of generated code: the line of its function where the exception was raised."""
+    return sys.exc_info()[2].tb_lineno
+
+
+def _emit_at_raise(w: CodeWriter, node: Node, body: Graph) -> None:
+    """Bind each placeholder of `TryOp.at_raise` to its value at the body's node that raised: the one whose
+    code starts last at or before the line that raised."""
+    starts = sorted(((w.node_lines[id(n)], n) for n in walk_nodes(body) if id(n) in w.node_lines), key=lambda t: t[0])
+    w.line(f"_ta_line = {w.global_name(raised_line, 'raised_line')}()")
+    for p, values, where in node.op.target.at_raise:
+        index = {id(n): k for n, k in where}
+        segments: list[tuple[int, int]] = []  # (first line, index among values)
+        for line, n in starts:
+            k = index.get(id(n), 0)
+            if not segments or segments[-1][1] != k:
+                segments.append((line + _FIRST_BODY_LINE, k))
+        if not segments:
+            segments = [(0, 0)]
+        # (a Python number: a 0-dim tensor of the placeholder's type, made once; a run-time one made then)
+        # (a value the graph does not have there: a callable refusing it, called as the handler starts)
+        args = [f"{w.global_name(v, 'refuse')}()" if callable(v) else
+                w.global_name(torch.tensor(v, dtype=p.dtype, device=p.device), "k") if not isinstance(v, Value) else
+                f"torch.as_tensor({v.name}, dtype={w.arg(p.dtype)}, device={w.arg(p.device)})"
+                if v.kind is ValueKind.SCALAR else w.arg(v) for v in values]
+        expr = args[segments[-1][1]]
+        for (_, k), (line, _) in zip(reversed(segments[:-1]), reversed(segments[1:])):
+            expr = f"{args[k]} if _ta_line < {line} else {expr}"
+        w.line(f"{p.name} = {expr}")
 
 
 def _emit_check(w: CodeWriter, node: Node) -> None:
@@ -373,6 +412,8 @@ def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True,
     params = ", ".join(v.name for v in graph.inputs)
     src = "\n".join([header, f"def {fn_name}({params}):"] + w.lines) + "\n"
     w.globals["__ta_origins__"] = {i + _FIRST_BODY_LINE: o for i, o in w.origins.items()}
+    # (line, node) for the code of each node, in line order: which op failed when the graph raises
+    w.globals["__ta_node_lines__"] = [(i + _FIRST_BODY_LINE, n) for i, n in w.emitted]
     return src, w.globals
 
 

@@ -14,7 +14,7 @@ from .. import config, nest
 from ..backends import Compiled, add_runtime_error_note, to_fx
 from ..errors import GraphLoweringError, InvalidArgumentError
 from ..graph import Graph, TensorSpec, Value, autocast_state
-from ..state import ModuleStructure, StateEffects, StateReads
+from ..state import ModuleStructure, StateEffects, StateReads, apply_at_raise
 from ..tracing import GraphTensor
 from . import signatures as sig
 from .arguments import bind_arguments, collect_inputs
@@ -146,6 +146,9 @@ class ConcreteFunction:
             out = self._fn(*flat) if not _profiler._is_profiler_enabled else self._run_profiled(flat)
         except Exception as e:
             self.note_runtime_error(e)
+            if self.effects is not None and self.effects.at_raise:
+                # The effects on Python objects made before the op that failed stay, as eagerly.
+                apply_at_raise(self.effects, e, self.graph.outputs, self._n_results, bound)
             raise
         if self.effects is not None:
             return self._write_back(out, bound)

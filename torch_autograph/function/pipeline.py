@@ -26,6 +26,7 @@ from ..graph import (
 )
 from ..staging import TRACE_HOOKS, map_origin
 from ..state import (
+    Checkpoints,
     ModuleStructure,
     ReadPlan,
     StateEffects,
@@ -118,6 +119,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
     watch = Watch()
+    watch.checkpoints = Checkpoints(watch)
     for obj in source[1:]:
         watch.hold(obj)
     if source:

@@ -161,13 +161,25 @@ class TryOp:
     # The last sub-graph holds the effects of the user's `finally:`: run, then the exception goes on, when the
     # node raises what no handler catches (or a handler raises).
     on_raise: bool = False
+    # What the handlers start from where the body rebinds a variable between its ops: per variable, (the
+    # placeholder the handler graphs read, the values it may be bound to (Values, Python numbers: a 0-dim
+    # tensor of its type, or a callable raising the refusal of a value the graph does not have there), ((node of
+    # the body at any depth, index among them), ...)): bound, as a handler starts, to the value of the node that
+    # raised (values[0] for the nodes not listed).
+    at_raise: tuple = ()
 
     def __repr__(self) -> str:
         return "try"
 
+    def bound_values(self) -> list[Value]:
+        """The values `at_raise` binds (read by the node: passes keep and rename them)."""
+        return [v for _, values, _ in self.at_raise for v in values if isinstance(v, Value)]
+
     def printed_args(self) -> list[str]:
         names = ", ".join("(" + ", ".join(c.__name__ for c in cs) + ")" for cs in self.catches)
-        return [f"except={names}"] + (["finally"] if self.on_raise else [])
+        bound = [f"%{p.name}=at_raise({', '.join('%' + v.name if isinstance(v, Value) else repr(v) for v in values)})"
+                 for p, values, _ in self.at_raise]
+        return [f"except={names}"] + (["finally"] if self.on_raise else []) + bound
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,7 +30,17 @@ from ..subtraces import (
     try_begin,
     try_end,
 )
-from ..tracing import GraphList, GraphTensor, Retrace, is_graph_value, is_library_file, lists, traced, user_location
+from ..tracing import (
+    GraphList,
+    GraphTensor,
+    Retrace,
+    current,
+    is_graph_value,
+    is_library_file,
+    lists,
+    traced,
+    user_location,
+)
 from .calls import CALL_OVERRIDES
 from .iteration import is_scalar, iteration, python_sequence
 from .object_state import Changed, Objects
@@ -96,7 +106,8 @@ class TorchStagingBackend:
              names: Sequence[str], origin: Origin) -> tuple:
         objects = Objects.of((true_fn, false_fn), origin)
         if objects is None:
-            return self._cond_of_lists(pred, true_fn, false_fn, init_vars, names, origin)
+            return _changing_entries(names, None, self._cond_of_lists(pred, true_fn, false_fn, init_vars, names,
+                                                                      origin))
         n = len(init_vars)
 
         def carrying(fn: Callable[..., tuple]) -> Callable[..., tuple]:
@@ -108,9 +119,9 @@ class TorchStagingBackend:
                 return out + tail
             return run
 
-        return _carrying_objects(objects, lambda: self._cond_of_lists(
+        return _changing_entries(names, objects, _carrying_objects(objects, lambda: self._cond_of_lists(
             pred, carrying(true_fn), carrying(false_fn), init_vars + tuple(objects.initial),
-            tuple(names) + objects.names(), origin), n)
+            tuple(names) + objects.names(), origin), n))
 
     def _cond_of_lists(self, pred: Any, true_fn: Callable[..., tuple], false_fn: Callable[..., tuple],
                        init_vars: tuple, names: Sequence[str], origin: Origin) -> tuple:
@@ -212,8 +223,8 @@ class TorchStagingBackend:
         if token is not None:
             close_try(token)
 
-    def try_begin(self, init_vars: tuple, frame: Any = None) -> tuple:
-        return init_vars + (try_begin(init_vars, frame),)  # (handlers see AutoGraph's placeholders)
+    def try_begin(self, init_vars: tuple, frame: Any = None, names: Sequence[str] = ()) -> tuple:
+        return init_vars + (try_begin(init_vars, frame, names),)  # (handlers see AutoGraph's placeholders)
 
     def finally_starts(self, frame: Any) -> None:
         """A `finally:` of the converted code running in `frame` starts, its `try` body over without raising."""
@@ -236,9 +247,10 @@ class TorchStagingBackend:
                    names: Sequence[str], options: Mapping[str, Any], origin: Origin) -> tuple:
         objects = Objects.of((test_fn, body_fn), origin)
         if objects is None:
-            return self._while_loop(test_fn, body_fn, init_vars, names, options, origin, None)
-        return _carrying_objects(objects, lambda: self._while_loop(
-            test_fn, body_fn, init_vars, names, options, origin, objects), len(init_vars))
+            return _changing_entries(names, None, self._while_loop(test_fn, body_fn, init_vars, names, options,
+                                                                   origin, None))
+        return _changing_entries(names, objects, _carrying_objects(objects, lambda: self._while_loop(
+            test_fn, body_fn, init_vars, names, options, origin, objects), len(init_vars)))
 
     def _while_loop(self, test_fn: Callable[..., Any], body_fn: Callable[..., tuple], init_vars: tuple,
                     names: Sequence[str], options: Mapping[str, Any], origin: Origin, objects: Objects | None) -> tuple:
@@ -270,9 +282,10 @@ class TorchStagingBackend:
         fns = (body_fn,) if extra_test is None else (extra_test, body_fn)
         objects = Objects.of(fns, origin)
         if objects is None:
-            return self._for_loop(iterable, extra_test, body_fn, init_vars, names, options, origin, None)
-        return _carrying_objects(objects, lambda: self._for_loop(
-            iterable, extra_test, body_fn, init_vars, names, options, origin, objects), len(init_vars))
+            return _changing_entries(names, None, self._for_loop(iterable, extra_test, body_fn, init_vars, names,
+                                                                 options, origin, None))
+        return _changing_entries(names, objects, _carrying_objects(objects, lambda: self._for_loop(
+            iterable, extra_test, body_fn, init_vars, names, options, origin, objects), len(init_vars)))
 
     def _for_loop(self, iterable: Any, extra_test: Callable[..., Any] | None, body_fn: Callable[..., tuple],
                   init_vars: tuple, names: Sequence[str], options: Mapping[str, Any], origin: Origin,
@@ -349,6 +362,19 @@ class TorchStagingBackend:
         return target
 
 
+def _changing_entries(names: Sequence[str], objects: Objects | None, out: tuple) -> tuple:
+    """`out`, the state after a loop or `if`; one of the trace (not a branch or loop body) that changes entries of
+    Python objects (`obj.x`, `d['k']` among its state, or carried `objects`) is noted on the trace's watch
+    (state/effects_at_raise.py: eagerly, changes made in it before an op in it fails stay)."""
+    if objects is None and not any("." in n or "[" in n for n in names):
+        return out
+    state = current()
+    watch = state.python_state if state is not None and state.parent is None else None
+    if watch is not None and watch.checkpoints is not None:
+        watch.checkpoints.changes_inside()
+    return out
+
+
 def _carrying_objects(objects: Objects, run: Callable[[], tuple], n: int) -> tuple:
     """`run()` (a loop or `if` whose results end with the entries `objects` carries), traced again while its
     sub-traces change entries it does not carry yet; the carried entries take its results."""
@@ -402,6 +428,7 @@ def _unsetting(fn: Callable[..., tuple], check: Callable[[tuple], None]) -> Call
         check(out)
         return _unset_in(out)
 
+    run.__wrapped__ = fn  # (what the handler reads: subtraces/at_raise.py)
     return run
 
 

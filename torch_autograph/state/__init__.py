@@ -1,6 +1,7 @@
 """State that graphs read and update at every call: Variable, GradientTape, TensorArray, optimizers."""
 
 from .captures import global_names, users_function, watch_captures
+from .effects_at_raise import Checkpoints, apply_at_raise
 from .module_guards import ModuleStructure, module_structure, roots_of
 from .python_state import (
     StateEffectError,
@@ -35,8 +36,8 @@ from .variables import (
     init_scope,
 )
 
-__all__ = ["GradientTape", "ModuleStructure", "ReadPlan", "StateEffectError", "StateEffects", "StateReads",
-           "TensorArray", "UnconnectedGradients", "Variable", "Watch", "assign", "assign_add", "assign_add_index",
+__all__ = ["Checkpoints", "GradientTape", "ModuleStructure", "ReadPlan", "StateEffectError", "StateEffects", "StateReads",
+           "TensorArray", "UnconnectedGradients", "Variable", "Watch", "apply_at_raise", "assign", "assign_add", "assign_add_index",
            "assign_index", "assign_sub", "assign_sub_index", "creation_rules", "global_names", "init_scope",
            "module_structure", "object_kind", "plan_effects", "plan_reads", "returned_objects", "roots_of", "ta_concat",
            "ta_from_tensor", "ta_gather", "ta_new", "ta_read", "ta_size", "ta_stack", "ta_write", "users_function",

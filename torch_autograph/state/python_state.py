@@ -21,7 +21,6 @@ Two kinds of objects are followed:
 
 from __future__ import annotations
 
-import copy
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -29,9 +28,15 @@ from typing import Any
 
 import torch
 
+from ..errors import InaccessibleTensorError
 from ..tracing import SYMBOLIC, GraphList, Traced, user_location
 from .captures import MISSING as _MISSING
 from .captures import Bindings
+from .object_writes import assign as _assign
+from .object_writes import at_path as _at_path
+from .object_writes import contents_of as _contents
+from .object_writes import resolve as _resolve
+from .object_writes import update_entries as _update
 
 _SCALARS = (int, float, bool, str, bytes, complex, type(None))
 _NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
@@ -88,10 +93,22 @@ class Watch:
             self.paths[id(container)] = path
             self.arg_containers.append((container, path, _contents(container, kind)))
 
+    # What the objects held each time they changed between two ops (effects_at_raise.py); None: not followed.
+    checkpoints: Any = None
+
     def token(self) -> list:
         """What the followed objects hold now (compared by `check_unchanged`)."""
         return [_contents(obj, kind) for obj, kind, _ in self.held] + \
             [_contents(c, object_kind(c)) for c, _, _ in self.arg_containers]
+
+    def initial(self) -> list:
+        """What the followed objects held before the trace (a `token`)."""
+        return [contents for _, _, contents in self.held] + [contents for _, _, contents in self.arg_containers]
+
+    def same(self, k: int, a: list, b: list) -> bool:
+        """Whether the `k`-th object of two tokens holds the same items."""
+        kind = self.held[k][1] if k < len(self.held) else object_kind(self.arg_containers[k - len(self.held)][0])
+        return _same_items(a, b, kind)
 
     def check_unchanged(self, token: list, carried: bool = True, inputs: frozenset = frozenset()) -> None:
         """Raise if a followed object changed since `token`: a tensor `if` or loop body changed it while it was
@@ -177,23 +194,6 @@ def _absorb_created(watch: Watch) -> None:
             watch.held[i] = (obj, kind, list(old.items()))
 
 
-# What every nn.Module's __dict__ holds for torch (`_parameters`, `_modules`, the hook dicts...): not the user's
-# attributes. `training` is, but a mode, guarded on its own (and set to Python values only).
-_MODULE_OWN = frozenset(vars(torch.nn.Module()))
-
-
-def _contents(obj: Any, kind: str) -> Any:
-    if kind == "list":
-        return list(obj)
-    if kind == "dict":
-        return list(obj.items())
-    if kind == "names":
-        return obj.contents()
-    if kind == "module":
-        return [(k, v) for k, v in vars(obj).items() if k not in _MODULE_OWN]
-    return list(vars(obj).items())
-
-
 def step_of(kind: str, key: Any) -> tuple:
     """How an entry of an object of `kind` is reached: ("item", key) `x[key]`, ("attr", name) `vars(x)[name]`."""
     return ("item", key) if kind in ("list", "dict") else ("attr", key)
@@ -257,29 +257,7 @@ def _staged_writes(now: list, before: list, kind: str) -> bool:
     return all(v is w or isinstance(v, Traced) or _holds_graph(v) for v, w in zip(now, before))
 
 
-def _assign(obj: Any, kind: str, contents: list) -> None:
-    if kind == "list":
-        obj[:] = contents
-    elif kind == "dict":
-        obj.clear()
-        obj.update(contents)
-    elif kind == "names":
-        obj.assign(contents)
-    else:
-        d = dict(_contents(obj, kind))  # (a module: its own attributes only, not torch's)
-        keep = dict(contents)
-        for k in [k for k in d if k not in keep]:
-            delattr(obj, k)
-        for k, v in contents:
-            if k not in d or d[k] is not v:
-                setattr(obj, k, v)
-
-
-# ----- the plan replayed at every call --------------------------------------------------------------
-# An item plan: ("out", i) the i-th effect output; ("arg", path) the call's argument object at path;
-# ("obj", x) x itself; ("list", i) the items of the i-th output (a graph list); ("num", int/float/bool, i) the
-# Python number of the i-th output; ("new", kind, keys, plans) a new list/tuple/dict of planned items;
-# ("copy", object, keys, plans) a shallow copy of an object the trace made, its entries planned.
+# ----- the plan replayed at every call (its item plans: object_writes.py) -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -318,14 +296,23 @@ class StateEffects:
                 return f"{at} holds other contents than when it was traced"
         return "a Python object the trace changed holds other contents than when it was traced"
 
+    # The effects made before each op that may fail as the graph runs: (place of the first root op after them,
+    # on_args, on_held, the effect outputs they read), and id(node) -> (node, its place) (effects_at_raise.py)
+    at_raise: tuple = ()
+    order: dict = field(default_factory=dict)
+    inside: dict = field(default_factory=dict)  # id(node) -> the loops and `if`s that change objects in their bodies
+
     def apply(self, outs: tuple, bound: dict | None) -> None:
         """Write this call's values into the objects (all resolved before the first write)."""
+        self.write(self.on_args, self.on_held, outs, bound)
+
+    def write(self, on_args: tuple, on_held: tuple, outs: tuple, bound: dict | None) -> None:
         writes = []
-        for path, kind, plans in self.on_args:
+        for path, kind, plans in on_args:
             if bound is None:
                 continue  # (the fast path: no containers among the arguments)
             writes.append((_at_path(bound, path), kind, [_resolve(p, outs, bound) for p in plans], "replace"))
-        for obj, kind, plans, how in self.on_held:
+        for obj, kind, plans, how in on_held:
             if kind == "module":
                 obj = obj()
                 if obj is None:
@@ -388,25 +375,6 @@ def _fits(v: Any, like: Any) -> bool:
         k in v and _fits(v[k], w) for k, w in like[1])
 
 
-def _update(obj: Any, kind: str, items: list, removed: tuple) -> None:
-    """Set the entries `items` and remove the keys `removed` of a dict or an object, leaving the others."""
-    if kind == "dict":
-        for k in removed:
-            obj.pop(k, None)
-        obj.update(items)
-        return
-    if kind == "names":  # (each name is listed, a deleted one as missing)
-        obj.assign(items)
-        return
-    d = vars(obj)
-    for k in removed:
-        if k in d:
-            delattr(obj, k)
-    for k, v in items:
-        if k not in d or d[k] is not v:
-            setattr(obj, k, v)
-
-
 def _guarded(now: list, before: list, kind: str, captured: set, kept: set) -> list:
     """What a call must find to run this trace (`_like` of each). A list: all its items (positions shift). A
     dict or object: the entries the trace changed whose old value it may have read — a Python value (read while
@@ -421,39 +389,6 @@ def _guarded(now: list, before: list, kind: str, captured: set, kept: set) -> li
     created = [(k, _MISSING) for k, v in now if k not in old and isinstance(v, (torch.Tensor, *SYMBOLIC))]
     return [(k, _like(w, captured, kept)) for k, w in before if new.get(k, _MISSING) is not w and
             (isinstance(w, _SCALARS) or id(w) in captured or not isinstance(w, torch.Tensor))] + created
-
-
-def _at_path(bound: dict, path: tuple) -> Any:
-    obj = bound[path[0]]
-    for k in path[1:]:
-        obj = obj[k]
-    return obj
-
-
-def _resolve(plan: tuple, outs: tuple, bound: dict | None) -> Any:
-    tag = plan[0]
-    if tag == "out":
-        return outs[plan[1]]
-    if tag == "obj":
-        return plan[1]
-    if tag == "arg":
-        return _at_path(bound, plan[1])
-    if tag == "list":
-        return list(outs[plan[1]])
-    if tag == "num":
-        return plan[1](outs[plan[2]].item())
-    if tag == "item":
-        return (plan[1], _resolve(plan[2], outs, bound))
-    if tag == "copy":
-        _, template, keys, items = plan
-        new = copy.copy(template)
-        vars(new).update(zip(keys, (_resolve(p, outs, bound) for p in items)))
-        return new
-    _, kind, keys, items = plan
-    values = [_resolve(p, outs, bound) for p in items]
-    if kind is dict:
-        return dict(zip(keys, values))
-    return kind(values)
 
 
 def _entries_set(now: list, before: list) -> Any:
@@ -478,18 +413,44 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
     `captured`: the ids of the real tensors the graph reads; `results`: `returned_objects` of the results.
     """
     _absorb_created(watch)
-    finals = [(obj, kind, _contents(obj, kind), contents) for obj, kind, contents in watch.held]
+    if watch.checkpoints is not None:
+        watch.checkpoints.at_end()
+    finals = [_contents(obj, kind) for obj, kind, _ in watch.held]
     watch.restore()  # (after reading the final contents: the plan writes them at each call)
     held_ids = {id(obj) for obj, _, _ in watch.held}
     planner = _Planner(watch.paths, held_ids, to_output)
+    now_args = [_contents(c, object_kind(c)) for c, _, _ in watch.arg_containers]
+    on_args, on_held, guarded = _changes(watch, planner, finals, now_args)
+    guard = []
+    for ref, kind, now, before in guarded:  # (after planning: the objects the write-back keeps are known)
+        checks = _guarded(now, before, kind, captured, planner.kept)
+        if checks:
+            guard.append((ref, kind, checks))
+    on_results = tuple((i, planner.value(r, 0)) for i, r in results)
+    at_raise, marks = [], watch.checkpoints.marks if watch.checkpoints is not None else ()
+    for seq, token in marks:  # (the objects' contents before the ops that may fail: effects_at_raise.py)
+        held_now = token[:len(watch.held)] + [c for _, _, c in watch.held[len(token):]]
+        try:
+            a, h, _ = _changes(watch, planner, held_now, token[len(watch.held):])
+        except InaccessibleTensorError:
+            continue  # (a graph value of a sub-trace that failed and was traced again: no state of the program)
+        at_raise.append((seq, tuple(a), tuple(h), frozenset(_plan_uses((a, h)))))
+    if not on_args and not on_held and not on_results:
+        return None
+    checkpoints = watch.checkpoints if at_raise else None
+    return StateEffects(tuple(on_args), tuple(on_held), tuple(guard), planner.n_outputs, on_results,
+                        tuple(at_raise), checkpoints.order if checkpoints else {}, checkpoints.inside if checkpoints else {})
+
+
+def _changes(watch: Watch, planner: "_Planner", held_now: list, args_now: list) -> tuple[list, list, list]:
+    """(on_args, on_held, the changed held objects to guard) for the objects holding `held_now`, `args_now`."""
     on_args = []
-    for container, path, before in watch.arg_containers:
+    for (container, path, before), now in zip(watch.arg_containers, args_now):
         kind = object_kind(container)
-        now = _contents(container, kind)
         if not _same_items(now, before, kind):
             on_args.append((path, kind, tuple(planner.item(kv, kind) for kv in now)))
     on_held, guarded = [], []
-    for obj, kind, now, before in finals:
+    for (obj, kind, before), now in zip(watch.held, held_now):
         if _same_items(now, before, kind) or not _replayed(now, before, kind):
             continue
         append_only = kind == "list" and len(now) > len(before) and _same_items(now[:len(before)], before, kind)
@@ -507,15 +468,7 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
         on_held.append((ref, kind, tuple(planner.item(kv, kind) for kv in items), how))
         if not append_only:
             guarded.append((ref, kind, now, before))
-    guard = []
-    for ref, kind, now, before in guarded:  # (after planning: the objects the write-back keeps are known)
-        checks = _guarded(now, before, kind, captured, planner.kept)
-        if checks:
-            guard.append((ref, kind, checks))
-    on_results = tuple((i, planner.value(r, 0)) for i, r in results)
-    if not on_args and not on_held and not on_results:
-        return None
-    return StateEffects(tuple(on_args), tuple(on_held), tuple(guard), planner.n_outputs, on_results)
+    return on_args, on_held, guarded
 
 
 class _Planner:
@@ -585,3 +538,25 @@ class _Planner:
 def _where() -> str:
     loc = user_location()
     return f" ({loc})" if loc else ""
+
+
+def _plan_uses(plans: Any) -> set[int]:
+    """The effect outputs the (on_args, on_held) item plans read."""
+    used: set[int] = set()
+    on_args, on_held = plans
+    for plan in [p for _, _, items in on_args for p in items] + [p for _, _, items, _ in on_held for p in items]:
+        _uses(plan, used)
+    return used
+
+
+def _uses(plan: tuple, used: set[int]) -> None:
+    tag = plan[0]
+    if tag in ("out", "list"):
+        used.add(plan[1])
+    elif tag == "num":
+        used.add(plan[2])
+    elif tag == "item":
+        _uses(plan[2], used)
+    elif tag in ("new", "copy"):
+        for p in plan[3]:
+            _uses(p, used)

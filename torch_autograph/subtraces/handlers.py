@@ -4,7 +4,8 @@ The body of a converted `try` runs as Python while tracing (operators/exceptions
 is caught by the Python `try` as written. When it finishes without raising, the ops it recorded may still
 fail when the graph runs (`torch.linalg.cholesky` of a matrix that is not positive-definite): they are moved
 into the `try` node's first sub-graph, each handler is traced from the state before the body into one more
-sub-graph, and the backend runs them as a Python `try` catching the same exception classes::
+sub-graph (a variable the body rebinds between its ops: from its value at the op that raised, `at_raise.py`),
+and the backend runs them as a Python `try` catching the same exception classes::
 
     %out: float32[2, 2] = try(%a)  except=(LinAlgError,)   # demo.py:6
         graph try() { %cholesky = torch.linalg.cholesky(%a) ... return %cholesky }
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import linecache
+import sys
 from typing import Any, Sequence
 
 import torch
@@ -40,6 +42,7 @@ from ..graph import (
     unique_values,
 )
 from ..tracing import GraphList, Traced, TraceState, current, lists, same_dim, warn_at_user_line
+from .at_raise import AtRaise, bindings_in
 from .branches import (
     UNSET,
     Branch,
@@ -73,14 +76,35 @@ class TryToken:
     # the names (`x`, `obj.attr`) the `finally:` clauses that started inside the body after graph ops rebind ->
     # (the user's line of the first, what the name held as it started) (`finally_starts`)
     finally_rebinds: dict = dataclasses.field(default_factory=dict)
+    names: tuple = ()  # the state's names (`x`, `obj.attr`)
+    # (node, what each state name is bound to as it was recorded), for every op recorded while the body runs
+    seen: list = dataclasses.field(default_factory=list)
+    _nested: dict = dataclasses.field(default_factory=dict)  # code object -> whether it runs a body of the `try`
+
+    def note(self, node: Node) -> None:
+        """`node` was recorded while the body runs (in its trace or a sub-trace): note the state's bindings."""
+        if self.frame is None or not self.names:
+            return
+        frames, f, code = [], sys._getframe(1), self.frame.f_code
+        while f is not None and f is not self.frame:
+            c = f.f_code
+            nested = self._nested.get(c)
+            if nested is None:
+                # a converted branch or loop body of the function running the `try` (not a comprehension)
+                nested = self._nested[c] = not c.co_name.startswith("<") and _nested_in(c, code)
+            if nested:
+                frames.append(f)
+            f = f.f_back
+        if f is not None:
+            self.seen.append((node, bindings_in(frames + [f], self.names)))
 
 
-def try_begin(init_vars: tuple, frame: Any = None) -> TryToken | None:
+def try_begin(init_vars: tuple, frame: Any = None, names: Sequence[str] = ()) -> TryToken | None:
     state = current()
     if state is None:
         return None
     token = TryToken(state, len(state.graph.nodes), init_vars, {i: v[:] for i, v in enumerate(init_vars)
-                                                                 if type(v) is list}, frame)
+                                                                 if type(v) is list}, frame, names=tuple(names))
     state.open_tries.append(token)
     return token
 
@@ -190,6 +214,7 @@ def close(token: TryToken) -> None:
         k = next(i for i, t in enumerate(tries) if t is token)
         for t in tries[k:]:
             t.frame = None  # (the frame holds the token: no cycle kept past the body)
+            t._nested.clear()
         del tries[k:]
 
 
@@ -226,12 +251,16 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
             f"only when the graph runs; catch it without reading it. (An exception the body raises while it is "
             f"traced is still caught.)"), origin)
         return out_vars
-    # 1. Each handler, traced from the state before the body.
+    # 1. Each handler, traced from the state before the body, but for the variables the body rebinds between
+    # its ops: those are placeholders, bound as the graph runs to their values at the op that failed.
+    at_raise, starts = AtRaise.plan(state, token.seen, token.start, names, inits,
+                                    token.init_vars, [fn for _, fn, _, _ in handlers], label, out_vars)
+    token.seen = []
     branches, outs = [], []
     for i, (_, fn, _, _) in enumerate(handlers):
-        hb = Branch(f"except{i}", state, carries_objects=False, inputs=tuple(inits))
+        hb = Branch(f"except{i}", state, carries_objects=False, inputs=tuple(inits) + tuple(starts))
         before = {id(v): (v, v[:]) for v in (*inits, *out_vars) if type(v) is list}
-        out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *inits)), lambda: UNSET)
+        out, _ = run_or_raise(hb, lambda fn=fn: tuple(fn(None, *starts)), lambda: UNSET)
         # A Python list the handler changed in place keeps its items for the body's path; the handler's
         # path gets a list of its own (both become graph lists where they meet: `_merged_list`).
         changed = {}
@@ -243,6 +272,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
             out = tuple(list(changed[id(o)]) if type(o) is list and id(o) in changed else o for o in out)
         branches.append(hb)
         outs.append(out)
+    at_raise.check_reads([hb.graph for hb in branches])
     # 2. One value per state variable for the body and each handler (numbers promoted where one is a tensor).
     # A variable one path leaves unassigned (UNSET) takes the structure the other gives it (a return slot).
     for o in outs:
@@ -282,8 +312,11 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
         hb.graph.outputs = hv
         eliminate_dead_code(hb.graph)
     graphs = (body,) + tuple(hb.graph for hb in branches) + ((on_raise,) if on_raise is not None else ())
-    lifted = unique_values([v for g in graphs for v in g.inputs])
-    op = control_op(TryOp(catches, on_raise is not None), "try", [n for g in graphs for n in g.nodes])
+    bound = at_raise.finish([hb.graph for hb in branches])
+    placeholders = at_raise.placeholders()
+    lifted = unique_values([v for g in graphs for v in g.inputs if id(v) not in placeholders] +
+                           at_raise.outer_values(bound))
+    op = control_op(TryOp(catches, on_raise is not None, bound), "try", [n for g in graphs for n in g.nodes])
     state.add_node(Node(op, tuple(lifted), {}, tuple(outputs), pattern=tuple(outputs), origin=origin,
                         subgraphs=graphs))
     return _packed(out_vars, results)
@@ -356,7 +389,11 @@ def _packed(state_vars: tuple, leaves: list) -> tuple:
 
 def _failed(fn: Any) -> Any:
     """A handler whose state ends with False (the body did not succeed)."""
-    return lambda exc, *vals: tuple(fn(exc, *vals)) + (False,)
+    def run(exc: Any, *vals: Any) -> tuple:
+        return tuple(fn(exc, *vals)) + (False,)
+
+    run.__wrapped__ = fn
+    return run
 
 
 def _classes(caught: Any, origin: SourceLocation | None) -> tuple[type, ...]:
@@ -512,7 +549,8 @@ def _body_graph(state: TraceState, start: int, outputs: list[Any], label: str) -
         if _hoistable(node, inside):
             kept.append(node)
             continue
-        moved.append(dataclasses.replace(node, op=dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)))
+        node.op = dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)  # (the same node: `at_raise`)
+        moved.append(node)
         inside.update(id(v) for v in node.outputs)
     state.graph.nodes[start:] = kept
     g = Graph(state.fresh_name("try"))

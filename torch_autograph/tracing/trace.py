@@ -214,6 +214,14 @@ class TraceState:
             node.scope = self.root.module_stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
+        checkpoints = self.python_state.checkpoints if self.parent is None and self.python_state is not None else None
+        if checkpoints is not None:  # (what the Python objects held before each op: state/effects_at_raise.py)
+            checkpoints.at_node(node, current() is self)
+        state: TraceState | None = self
+        while state is not None:  # (the `try` bodies it is recorded in note the bindings it runs under)
+            for token in state.open_tries:
+                token.note(node)
+            state = state.parent
         if self.symbols.active and not self._checking:
             self._check_runtime_asserts()
 

@@ -1,6 +1,6 @@
 """Converts a `try` with `except` clauses: it stays a Python `try`, marked for a backend that records graph ops.
 
-    try:                              y, try_token = ag__.try_begin((y,))
+    try:                              y, try_token = ag__.try_begin((y,), ('y',))
         y = f(x)                      try:
     except E:                ->           y = f(x)
         y = g(x)                      except E:
@@ -71,7 +71,8 @@ def convert(t: Any, node: gast.Try) -> list:
                                    node.finalbody[0])
         functions.append(fn)
     # The state comes back from try_begin too: a backend may hand the body graph lists for Python lists.
-    begin_call = templates.replace_as_expression("ag__.try_begin(state)", state=state.values())
+    begin_call = templates.replace_as_expression("ag__.try_begin(state, names)", state=state.values(),
+                                                 names=templates.strings_tuple(state.labels))
     begin = transformer.copy_location(
         [gast.Assign(targets=[templates.names_tuple(state.params + [token], gast.Store)], value=begin_call,
                      type_comment=None)] + state.restores(), node)

@@ -5,7 +5,7 @@ KeyError on a dict, in plain Python or while tracing) is caught there, exactly
 as written. Two calls mark it for a backend that records the body as graph ops
 whose failure is known only when the graph runs:
 
-    x, token = ag__.try_begin((x,))       # the state before the body, and a token
+    x, token = ag__.try_begin((x,), ('x',))  # the state before the body, and a token
     try:
         x = torch.linalg.cholesky(a)
     except torch.linalg.LinAlgError:
@@ -42,12 +42,13 @@ _registry = dispatch._registry
 Handler = tuple[Callable[[], Any], Callable[..., tuple], bool, bool]
 
 
-def try_begin(init_vars: tuple) -> tuple:
-    """The state the body starts from, then a token for the `try` (None when no backend records graph ops now)."""
+def try_begin(init_vars: tuple, names: Sequence[str] = ()) -> tuple:
+    """The state the body starts from, then a token for the `try` (None when no backend records graph ops now).
+    `names`: the state's names, as `try_end` gets them."""
     b = _registry.backend
     if b is None or not hasattr(b, "try_begin"):
         return init_vars + (None,)
-    return b.try_begin(init_vars, sys._getframe(1))
+    return b.try_begin(init_vars, sys._getframe(1), names)
 
 
 def try_end(token: Any, out_vars: tuple, names: Sequence[str], handlers: Sequence[Handler],

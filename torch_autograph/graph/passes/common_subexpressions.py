@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from ..graph import Graph, Node
-from ..ops import OpKind, WhileOp
+from ..ops import OpKind, TryOp, WhileOp
 from ..values import Value, ValueKind, shape_key
 from ..walkers import substitute, unique_values
 from .effects import epochs, output_aliases, possibly_mutated
@@ -145,6 +145,10 @@ def substitute_node(node: Node, mapping: dict[int, Value]) -> None:
         target = node.op.target
         if not isinstance(target, WhileOp):
             node.args = node.args[:1] + tuple(unique_values(node.args[1:]))  # cond: (pred, *lifted values)
+        if isinstance(target, TryOp) and target.at_raise:
+            bound = tuple((p, tuple(mapping.get(id(v), v) for v in values), where)
+                          for p, values, where in target.at_raise)
+            node.op = dataclasses.replace(node.op, target=dataclasses.replace(target, at_raise=bound))
         if isinstance(target, WhileOp) and target.bound_values():
             limit, trips = (mapping.get(id(v), v) if isinstance(v, Value) else v
                             for v in (target.maximum_iterations, target.trip_count))
@@ -168,7 +172,7 @@ def _reads(node: Node) -> list[Value]:
         for n in sub.nodes:
             vals += _reads(n)
     target = node.op.target
-    if isinstance(target, WhileOp):
+    if isinstance(target, (WhileOp, TryOp)):
         vals += target.bound_values()
     return vals
 
