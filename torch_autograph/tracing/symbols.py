@@ -89,10 +89,8 @@ def _constant(x: Any) -> bool:
 
 
 def _static(x: Any) -> Any:
-    """`x`'s expression; a bool's decided by the sizes' known bounds where they decide it (`numel() == 0` of a
-    tensor whose dims are all at least 1), as torch's ShapeEnv decides it without a guard. Only a bool over a
-    symbol with a bound is asked: one over unbounded ints and 0/1 flags (a loop's counter and break flag,
-    compared at each step) has nothing to be decided by, and asking costs more than the comparison."""
+    """`x`'s expression; a bool's decided without a guard by the sizes' bounds where they decide it (`numel() == 0`
+    of dims >= 1). One over unbounded ints and 0/1 flags only (a loop's counter, break flag) is never asked."""
     expr = x.node.expr
     if isinstance(x, torch.SymBool):
         symbols = _symbols_in(expr)
@@ -103,8 +101,7 @@ def _static(x: Any) -> Any:
             except Exception:  # a relation ShapeEnv cannot evaluate: not decided
                 decided = None
             if decided is not None:
-                state = current()
-                if state is not None:
+                if (state := current()) is not None:
                     state.symbols.decided.update(symbols)
                 return decided
     return expr
@@ -126,7 +123,6 @@ def _symbols_in(expr: Any) -> frozenset:  # sympy walks the whole expression for
 def _open_ranges() -> tuple:  # the bounds of ranges that decide nothing: all ints, {0, 1} (sympy's singletons)
     from sympy import S
     from torch.utils._sympy.numbers import int_oo
-
     return (-int_oo, int_oo), (S.Zero, S.One)
 
 
@@ -137,13 +133,8 @@ def is_graph_value(x: Any) -> bool:
 
 def constant_of(x: Any) -> Any:
     """A symbolic number whose expression has no symbol left, as the Python number; else `x` unchanged."""
-    if isinstance(x, SYMBOLIC):
-        try:
-            expr = _static(x)
-            if _symbols_in(expr):
-                return x
-        except AttributeError:
-            return x
+    if isinstance(x, SYMBOLIC) and _constant(x):
+        expr = _static(x)
         if isinstance(x, torch.SymBool):
             return bool(expr)
         return int(expr) if isinstance(x, torch.SymInt) else float(expr)

@@ -214,11 +214,10 @@ class TraceState:
             node.scope = self.root.module_stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
-        checkpoints = self.python_state.checkpoints if self.parent is None and self.python_state is not None else None
-        if checkpoints is not None:  # (what the Python objects held before each op: state/effects_at_raise.py)
-            checkpoints.at_node(node, current() is self)
+        if self.parent is None and getattr(self.python_state, "checkpoints", None) is not None:
+            self.python_state.checkpoints.at_node(node, current() is self)  # (state/effects_at_raise.py)
         state: TraceState | None = self
-        while state is not None:  # (the `try` bodies it is recorded in note the bindings it runs under)
+        while state is not None:  # the `try` bodies it is recorded in note the bindings it runs under
             for token in state.open_tries:
                 token.note(node)
             state = state.parent
