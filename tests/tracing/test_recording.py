@@ -278,7 +278,26 @@ def test_a_graph_tensor_appended_to_a_captured_list_is_the_call_s_value_after_ea
         assert len(leaked) == i + 1 and not isinstance(leaked[i], GraphTensor)
         torch.testing.assert_close(leaked[i], X + i + 1)
         assert leaked[i] is out or torch.equal(leaked[i], out)
-    assert f.experimental_get_tracing_count() == 1  # appends only: replayed as `extend`, no guard
+    # Empty when first traced, the list might have been cleared before the append (the same history): that
+    # trace holds only for an empty list. The second call finds one item, and its trace sees appends only:
+    # replayed as `extend` from then on, with no guard.
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_a_captured_list_cleared_then_appended_to_holds_only_the_calls_value():
+    log = []
+
+    def f(x):
+        log.clear()
+        log.append(x.sum())
+        return x + 1
+
+    g, want = ta.function(f, autograph=False), []
+    for i in range(4):
+        g(X + i)
+        want = [(X + i).sum()]
+        assert len(log) == 1 and torch.equal(log[0], want[0]), (i, log)
+    assert g.experimental_get_tracing_count() == 2
 
 
 def test_leaked_tensor_used_later_raises_inaccessible_tensor_error():

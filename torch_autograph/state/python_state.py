@@ -16,7 +16,8 @@ Two kinds of objects are followed:
   trace read of such an object was fixed when it ran, so a changed object carries a guard: the entries it changed
   (a list: all its items) must hold at the start of a call what they held before the trace, or the Function
   traces again. A list the trace only appended
-  to is replayed as `extend` and needs no guard.
+  to is replayed as `extend` and needs no guard, unless it was empty when traced (the trace may have
+  cleared it first): a call must then find it empty, or trace again, which tells the two apart.
 """
 
 from __future__ import annotations
@@ -424,7 +425,7 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
     guard = []
     for ref, kind, now, before in guarded:  # (after planning: the objects the write-back keeps are known)
         checks = _guarded(now, before, kind, captured, planner.kept)
-        if checks:
+        if checks or kind == "list":  # (a list's checks are all its items: none is "must be empty")
             guard.append((ref, kind, checks))
     on_results = tuple((i, planner.value(r, 0)) for i, r in results)
     at_raise, marks = [], watch.checkpoints.marks if watch.checkpoints is not None else ()
@@ -466,7 +467,9 @@ def _changes(watch: Watch, planner: "_Planner", held_now: list, args_now: list) 
         # Function weakly).
         ref = weakref.ref(obj) if kind == "module" else obj
         on_held.append((ref, kind, tuple(planner.item(kv, kind) for kv in items), how))
-        if not append_only:
+        if not append_only or not before:
+            # (A list empty when traced that the trace filled may have been cleared first: `extend` and
+            # `replace` are the same here, and only a call that finds it empty may take it as either.)
             guarded.append((ref, kind, now, before))
     return on_args, on_held, guarded
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from ..errors import InaccessibleTensorError
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from .context import Traced, activate, current
 from .guards import ModuleModes, trace_hooks
@@ -284,8 +285,8 @@ class TraceState:
     def resolve(self, value: Value) -> Value:
         """`value` as a value of this trace: lifted in from the enclosing trace that has it."""
         owner = self.definer(value)
-        if owner is None:
-            raise AssertionError(f"bug in torch_autograph: %{value.name} is visible in no enclosing graph")
+        if owner is None:  # a value of a loop body or branch that has ended, still held somewhere
+            raise InaccessibleTensorError(f"%{value.name} belongs to a sub-graph that has ended: it is not visible here")
         return self.lift_value(value, owner)
 
     # ----- values of enclosing traces ------------------------------------------------------
