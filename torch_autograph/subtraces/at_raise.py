@@ -215,7 +215,7 @@ class AtRaise:
         n = len(nodes)
         try:
             value = state.to_value(v)
-        except AssertionError:
+        except errors.InaccessibleTensorError:
             value = None  # (a number of a sub-trace of the body: no value the handler can read)
         made = nodes[n:]
         body = nodes[start:n]
