@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .. import nest
+from .. import errors, nest
 from ..graph import (
     Effect,
     Graph,
@@ -455,7 +455,14 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
         elif isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb is not Leaf.TENSOR:
             vbs.append(as_tensor_in(hb, b, va))
         else:
-            vbs.append(to_value(hb, b))
+            try:
+                vbs.append(to_value(hb, b))
+            except errors.InaccessibleTensorError:
+                raise TypeError(
+                    f"{quoted(name)} after {label} is a run-time number made inside a tensor loop or `if` of the "
+                    f"`try` body, which has ended where the handler's path meets the body's: the graph has no "
+                    f"value for it there. Keep it in a tensor (`torch.as_tensor(...)`) before the loop or `if`, "
+                    f"or assign it after the `try` statement.") from None
     metas = [_meta(v) for v in (va, *vbs)]
     first = metas[0]
     for m in metas[1:]:
