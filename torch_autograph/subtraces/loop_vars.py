@@ -67,8 +67,7 @@ class SharedSizes:
         for entry, members in self.floored.items():
             for i, d, size in members:
                 o = raw[i].shape[d] if isinstance(raw[i], Value) and len(raw[i].shape) > d else None
-                grown = (o.node.expr - size.node.expr) if isinstance(o, torch.SymInt) else None
-                if grown is None or not (grown.is_Integer and grown >= 0):
+                if not _grows(o, size):
                     out.add(entry)
         return out
 
