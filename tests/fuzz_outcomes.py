@@ -47,9 +47,18 @@ DESIGN_RULES = {
         "a Python object that outlives the call changed inside a tensor `if` or loop",
     "grows or shrinks inside the loop or `if` at":
         "a list that outlives the call grown with Python values inside a tensor `if` or loop",
+    # A graph value has one type whatever path the graph takes (TensorFlow's `tf.cond` and TensorArray too):
+    "both branches must give it the same type":
+        "a variable or the return value given different types by the paths of a tensor `if`",
+    "both paths must give it the same type":
+        "a variable or the return value given different types by the paths of a tensor `if`",
+    "a graph list holds tensors of one dtype": "a list given elements of different dtypes in a tensor `if` or loop",
+    "tensors before the loop but": "a list given elements of different dtypes in a tensor `if` or loop",
     # (this library's own rule: a `try` around graph ops runs its handler when the graph runs; docs/python-state.md)
     "and does not exist when the handler ran":
         "a value made in a `try` body around graph ops kept elsewhere than in its variables",
+    "which has ended where the handler's path meets the body's":
+        "a run-time number made in a tensor `if` or loop of a `try` body around graph ops, read on a handler's path",
     "is rebound by the `finally:`": "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries",
 }
 

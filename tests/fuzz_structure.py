@@ -160,6 +160,8 @@ class Program:
             return "none"
         if isinstance(expr, ast.Compare) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
             return "bool"
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("int", "len"):
+            return "int"
         for n in ast.walk(expr):
             if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div):
                 return "float"
@@ -213,10 +215,17 @@ def _bound_in_body(loop: ast.AST) -> set:
 
 
 def _loop_once(p: Program) -> bool:
-    """A name first bound in a tensor loop's body (which may run zero times) and read after the loop."""
-    return any(name not in p.entry[id(node)] and p.loaded_outside(name, node)
-               for node in p.statements() if isinstance(node, (ast.While, ast.For)) and p.tensor_controlled(node)
-               for name in _bound_in_body(node))
+    """A name first bound in a tensor loop's body (which may run zero times) and read after the loop: after it
+    in the program, or anywhere in a loop around it (its next iteration runs the tensor loop again)."""
+    loops = [n for n in p.statements() if isinstance(n, (ast.While, ast.For))]
+    for node in loops:
+        if not p.tensor_controlled(node):
+            continue
+        around = [e for e in loops if e is not node and any(c is node for c in ast.walk(e))]
+        for name in _bound_in_body(node) - p.entry[id(node)]:
+            if p.loaded_outside(name, node) or any(name in _names(e, ast.Load) for e in around):
+                return True
+    return False
 
 
 def _loop_vars(p: Program):
@@ -297,12 +306,20 @@ def _ranks_differ_in_graph_list(p: Program) -> bool:
 
 
 def _tensor_controlled(p: Program) -> tuple[bool, set]:
-    """(whether a tensor `if` holds a jump: the rest of its block then moves into that `if`'s other branch, the
-    ids of the nodes inside tensor-controlled statements)."""
+    """(whether a tensor `if`, or a handler of a `try` around graph ops, holds a jump: the rest of its block then
+    moves into the other path, decided when the graph runs; the ids of the nodes inside tensor-controlled
+    statements)."""
     controlled = [n for n in p.statements() if p.tensor_controlled(n)]
-    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in controlled
-                if isinstance(n, ast.If) for j in ast.walk(n))
+    jumping = [n for n in controlled if isinstance(n, ast.If)] + [h for t in _staged_tries(p) for h in t.handlers]
+    jumps = any(isinstance(j, (ast.Break, ast.Continue, ast.Return)) for n in jumping for j in ast.walk(n))
     return jumps, {id(c) for n in controlled for c in ast.walk(n)}
+
+
+def _staged_tries(p: Program) -> list:
+    """The `try` statements with handlers whose body may record graph ops (run, with its handlers, as the graph
+    runs): a body mentioning a tensor."""
+    return [t for t in p.statements() if isinstance(t, ast.Try) and t.handlers
+            and any(p.tensor_valued(e) for s in t.body for e in ast.walk(s) if isinstance(e, ast.expr))]
 
 
 # What outlives a generated program's call (graph_program_gen's mutation construct): its dict argument, the
@@ -316,9 +333,11 @@ def _changes_outliving_object_in_tensor_code(p: Program) -> bool:
     a tensor-controlled statement or an `except`/`else` of a `try` (or anywhere once a tensor `if` holds a jump,
     as `_raised_in_branch`)."""
     jumps, inside = _tensor_controlled(p)
-    # A `try` around graph ops runs its `except` (and `else`) when the graph runs, decided then, as a tensor `if`.
+    # A `try` around graph ops runs its `except` (and `else`) when the graph runs, decided then, as a tensor `if`;
+    # and whether its body's change was made before the op that failed is decided then too.
     inside |= {id(c) for t in ast.walk(p.fn) if isinstance(t, ast.Try)
                for part in ([h for h in t.handlers] + t.orelse) for c in ast.walk(part)}
+    inside |= {id(c) for t in _staged_tries(p) for s in t.body for c in ast.walk(s)}
     return any((jumps or id(n) in inside) and _changes_outliving(n) for n in p.statements())
 
 
@@ -434,6 +453,70 @@ def _emptied_list(p: Program) -> bool:
                                                  for t in n.targets) for n in ast.walk(p.fn))
 
 
+def _number_from_inner_code_of_a_try(p: Program) -> bool:
+    """A name bound inside a tensor `if` or loop of the body of a `try` around graph ops, read by a handler or
+    after the `try` (where it is a run-time number, the handler's path has no value for it)."""
+    for t in _staged_tries(p):
+        inner = [n for s in t.body for n in _own_nodes(s) if isinstance(n, ast.stmt) and p.tensor_controlled(n)]
+        names = set().union(set(), *(_names(n, ast.Store) for n in inner))
+        read = set().union(set(), *(_names(ast.Module(body=h.body, type_ignores=[]), ast.Load) for h in t.handlers))
+        if names & read or any(p.loaded_outside(name, t) for name in names):
+            return True
+    return False
+
+
+def _kinds_of(p: Program, expr: ast.AST) -> set:
+    """The kinds `expr` may give: a name's (or a getter's local's), those of all its bindings."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _GETTERS:
+        expr = ast.Name(_GETTERS[expr.func.id], ast.Load())
+    if isinstance(expr, ast.Name):
+        return p.kinds(expr.id) or {p.kind(expr)}
+    return {p.kind(expr)}
+
+
+def _path_types_differ(p: Program) -> bool:
+    """A name bound in a tensor `if` (or a `try` around graph ops) to values of different kinds (an int and a
+    float, a bool and an int), or `return`s giving different kinds at one position of what they return."""
+    jumps, inside = _tensor_controlled(p)
+    inside |= {id(c) for t in _staged_tries(p) for c in ast.walk(t)}
+    for name in {t for n in p.statements() if id(n) in inside for t in _names(n, ast.Store)}:
+        if len(p.kinds(name) - {"none"}) > 1:
+            return True
+    returns = [_returned(r.value) for r in p.statements() if isinstance(r, ast.Return) and r.value is not None]
+    if len(returns) < 2:
+        return False
+    if len({len(r) for r in returns}) > 1:
+        return True
+    return any(len(set().union(*(_kinds_of(p, r[k]) for r in returns)) - {"none"}) > 1
+               for k in range(len(returns[0])))
+
+
+def _returned(value: ast.expr) -> list:
+    """The parts of a returned value: a tuple's items (a `Box((...), v)`'s tuple and value), else the value."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "Box":
+        return [e for a in value.args for e in (a.elts if isinstance(a, ast.Tuple) else [a])]
+    return list(value.elts) if isinstance(value, ast.Tuple) else [value]
+
+
+def _element_types_differ(p: Program) -> bool:
+    """A list given elements of different kinds: in its literal, by `append`/`insert`/`extend` or an item
+    assignment."""
+    kinds: dict = {}
+    for node in ast.walk(p.fn):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and isinstance(node.value, ast.List):
+                    kinds.setdefault(t.id, set()).update(k for e in node.value.elts for k in _kinds_of(p, e))
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    kinds.setdefault(t.value.id, set()).update(_kinds_of(p, node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.attr in ("append", "insert", "extend") and node.args:
+            item = node.args[-1]
+            items = item.elts if node.func.attr == "extend" and isinstance(item, ast.List) else [item]
+            kinds.setdefault(node.func.value.id, set()).update(k for e in items for k in _kinds_of(p, e))
+    return any(len(k - {"none"}) > 1 for k in kinds.values())
+
+
 # The rule `fuzz_outcomes.DESIGN_RULES` names -> whether a program breaks it. Recursion and a helper falling off
 # its end never depend on a tensor in these programs (their base cases and bounds are literals).
 RULES = {
@@ -453,6 +536,10 @@ RULES = {
     "a list that outlives the call grown with Python values inside a tensor `if` or loop":
         _python_grows_outliving_list,
     "a value made in a `try` body around graph ops kept elsewhere than in its variables": _kept_outside_a_try,
+    "a variable or the return value given different types by the paths of a tensor `if`": _path_types_differ,
+    "a list given elements of different dtypes in a tensor `if` or loop": _element_types_differ,
+    "a run-time number made in a tensor `if` or loop of a `try` body around graph ops, read on a handler's path":
+        _number_from_inner_code_of_a_try,
     "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries": _finally_rebinds_in_a_try,
 }
 

@@ -29,6 +29,9 @@ def test_a_name_bound_in_one_branch_breaks_the_rule_only_if_read_after_the_tenso
     ("for k in range(a):\n    t = k\nreturn t", True),
     ("for k in range(a):\n    if k == 0:\n        t = 1\n    else:\n        t = t + 1\n    a = a + t\nreturn a", False),
     ("k = 0\nwhile k < 2 and (w := a * k) < 5:\n    k += 1\nreturn w", False),  # the test runs at least once
+    # Read by the next iteration of a loop around it (fuzz seed 1178), even if only in a dead branch.
+    ("for j in range(2):\n    for k in range(a):\n        if j < 9:\n            t = 1\n        else:\n"
+     "            t = t + 1\n        a = a + t\nreturn a", True),
 ])
 def test_a_name_first_bound_in_a_tensor_loop_breaks_the_rule_only_if_read_after_it(body, broken):
     assert fuzz_structure.breaks(LOOP_ONCE, prog(body), floats=False) is broken
@@ -90,3 +93,24 @@ MUTATES = "a Python object that outlives the call changed inside a tensor `if` o
 ])
 def test_a_change_of_an_outliving_object_under_a_tensor_condition_breaks_the_state_rule(body, broken):
     assert fuzz_structure.breaks(MUTATES, prog(body), floats=False) is broken
+
+
+PATH_TYPES = "a variable or the return value given different types by the paths of a tensor `if`"
+DTYPES = "a list given elements of different dtypes in a tensor `if` or loop"
+TRY_NUMBER = "a run-time number made in a tensor `if` or loop of a `try` body around graph ops, read on a handler's path"
+
+
+@pytest.mark.parametrize("rule, body, floats, broken", [
+    (PATH_TYPES, "x = 0\nif a > 0:\n    x = a\nreturn x", True, True),  # an int, or a float tensor
+    (PATH_TYPES, "x = 0\nif a > 0:\n    x = a\nreturn x", False, False),  # int tensors on both paths
+    (PATH_TYPES, "if a > 0:\n    return (1, a)\nreturn (a, a)", True, True),  # the return value's first item
+    (PATH_TYPES, "if a > 0:\n    return (a, a)\nreturn (b, c)", True, False),
+    (DTYPES, "l = [a]\nif a > 0:\n    l.append(len(l))\nreturn l[0]", True, True),
+    (DTYPES, "l = [a]\nif a > 0:\n    l.append(b)\nreturn l[0]", True, False),
+    (TRY_NUMBER, "y = 0\ntry:\n    for k in range(a):\n        y = y + 1\nexcept Exception:\n    y = 2\nreturn y",
+     False, True),
+    (TRY_NUMBER, "y = 0\ntry:\n    for k in range(a):\n        q = k\nexcept Exception:\n    y = 2\nreturn y",
+     False, False),  # what the loop binds is read on no path after it
+])
+def test_the_type_rules_follow_the_kinds_of_the_values(rule, body, floats, broken):
+    assert fuzz_structure.breaks(rule, prog(body), floats=floats) is broken

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import torch_autograph as ta
+from tests.eager_reference import line_of
 
 
 def check(fn, *args):
@@ -231,3 +232,29 @@ def test_repr_names_the_value():
     seen = []
     ta.function(lambda x: seen.append(repr(x)) or x, autograph=False)(X)
     assert seen == ["GraphTensor('x', shape=(3, 4), dtype=torch.float32, device=cpu)"]
+
+
+@pytest.mark.parametrize("method, args", [
+    ("stride", ()), ("stride", (0,)), ("is_contiguous", ()), ("storage_offset", ()), ("is_shared", ()),
+    ("is_inference", ()), ("_is_view", ()),
+])
+@pytest.mark.parametrize("of", ["input", "result", "view"])
+def test_a_graph_tensors_layout_is_refused_not_answered_from_the_traced_example(method, args, of):
+    # A call's inputs may arrive with other strides, another storage offset, in shared memory or as
+    # inference tensors than the example the trace saw (and a backend may lay values out its own way):
+    # the trace once answered these from its example, silently wrong on the next call (`x.t()` said
+    # contiguous, `x[2].storage_offset()` said 0).
+    def f(x):
+        y = x if of == "input" else x * 1 if of == "result" else x[1]
+        return getattr(y, method)(*args)  # <- the read
+
+    g = ta.function(f, autograph=False)
+    with pytest.raises(ta.errors.OperatorNotAllowedInGraphError) as info:
+        g(torch.randn(4, 4).t())
+    msg = str(info.value)
+    assert msg.startswith(f"x.{method}() is not allowed while tracing") and "has no layout" in msg
+    assert line_of(f, "# <-") in msg
+
+
+def test_contiguous_still_records_and_matches_eager():
+    check(lambda x: x.t().contiguous() + 1, X)

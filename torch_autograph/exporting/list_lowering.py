@@ -21,15 +21,14 @@ from typing import Any
 import torch
 
 from ..backends import lowering_error
-from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, walk_nodes
+from ..graph import CondOp, Graph, Node, OpKind, Value, ValueKind, WhileOp, iter_values, list_ops, walk_nodes
 from ..state import ta_concat, ta_from_tensor, ta_gather, ta_new, ta_read, ta_size, ta_stack, ta_write
-from ..tracing import lists
 
 ExportCodegen = Scope = Any  # codegen's: codegen.py imports this module, so they are not imported here
 
 _RT = "_rt"
-_CREATE = {lists.list_new, ta_new, lists.list_from_rows, ta_from_tensor}
-_APPEND = {lists.list_append}
+_CREATE = {list_ops.list_new, ta_new, list_ops.list_from_rows, ta_from_tensor}
+_APPEND = {list_ops.list_append}
 _STACKS = {torch.stack: "stack", torch.cat: "cat", torch.concat: "cat", torch.concatenate: "cat"}
 
 
@@ -69,13 +68,13 @@ class ListLowering:
                 w.line(f"{lst.name} = {_RT}.reserve_index({lst.name}, {w.raw(index)})")
             w.line(f"{out.name} = {_RT}.write({w.raw(lst)}, {w.raw(index)}, {w.raw(value)}, {dynamic!r})",
                    node.origin)
-        elif target is lists.list_pop:
+        elif target is list_ops.list_pop:
             index = args[1] if len(args) > 1 else -1
             if index != -1:
                 raise lowering_error(node, "it pops a graph list at an index other than the last",
                                      "pop the last element (lst.pop())", to="torch.export")
             w.line(f"{render_pair(node)} = {_RT}.pop({w.raw(args[0])})", node.origin)
-        elif target in (lists.list_len, ta_size):
+        elif target in (list_ops.list_len, ta_size):
             w.line(f"{out.name} = {_RT}.length({w.raw(args[0])})", node.origin)
         elif target is ta_read:
             w.line(f"{out.name} = {_RT}.get({w.raw(args[0])}, {w.raw(args[1])})", node.origin)
@@ -90,9 +89,9 @@ class ListLowering:
         for v in node.outputs:
             if _is_list(v) and any(id(a) in scope.local_lists for a in node.input_values()):
                 scope.local_lists.add(id(v))
-        if target in _APPEND or target in (ta_write, lists.list_pop):
+        if target in _APPEND or target in (ta_write, list_ops.list_pop):
             # The run-time list is one object: what still refers to it by its old value sees the update.
-            updated = node.pattern[0] if target is lists.list_pop else out
+            updated = node.pattern[0] if target is list_ops.list_pop else out
             if isinstance(updated, Value):
                 w.line(f"{args[0].name} = {updated.name}")
         return True
@@ -100,7 +99,7 @@ class ListLowering:
     def create_list(self: "ExportCodegen", node: Node, scope: "Scope") -> None:
         out, w, target = node.outputs[0], self.w, node.op.target
         scope.local_lists.add(id(out))
-        if target in (lists.list_from_rows, ta_from_tensor):
+        if target in (list_ops.list_from_rows, ta_from_tensor):
             w.line(f"{out.name} = {_RT}.list_from_rows({w.raw(node.args[0])})", node.origin)
             return
         element = self.list_types.element(out)
@@ -109,7 +108,7 @@ class ListLowering:
                                  "give the TensorArray an element_shape, or append to the list", to="torch.export")
         dtype, shape, device = element
         dims = "(" + "".join(f"{self.dim(d, node)}, " for d in shape) + ")"
-        if target is lists.list_new:
+        if target is list_ops.list_new:
             items = "[" + ", ".join(w.raw(a) for a in node.args) + "]"
             w.line(f"{out.name} = {_RT}.list_new({items}, {dims}, {dtype}, {w.arg(device)})", node.origin)
         else:

@@ -6,6 +6,7 @@ Nothing here knows how a graph was traced or how it will run: tracing
 turn them into callables.
 """
 
+from . import list_ops
 from .graph import Graph, Node
 from .ops import (
            CheckOp,
@@ -33,6 +34,6 @@ from .walkers import fits, iter_leaves, iter_values, map_nest, merge_dims, subst
 
 __all__ = ["ArraySpec", "CheckOp", "CondOp", "Effect", "Expression", "Graph", "Node", "Op", "OpKind", "SourceLocation", "TensorSpec", "Trait",
            "TryOp", "Value", "ValueKind", "WhileOp", "autocast_state", "control_op", "eliminate_common_subexpressions",
-           "eliminate_dead_code", "fits", "fold_constants", "is_static", "iter_leaves", "iter_values", "map_nest",
+           "eliminate_dead_code", "fits", "fold_constants", "is_static", "iter_leaves", "iter_values", "list_ops", "map_nest",
            "merge_dims", "possibly_mutated", "qualified_name", "render_call", "render_pattern", "run_check", "run_now",
            "substitute", "under_autocast", "unique_values", "walk_nodes", "writes_only_its_own"]

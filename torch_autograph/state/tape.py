@@ -256,8 +256,9 @@ class GradientTape:
     def _watch_graph(self, g: GraphTensor) -> None:
         v = g._value
         example = like_example(v)
-        if example.device.type == "meta":
-            example = example.detach().requires_grad_(v.dtype.is_floating_point or v.dtype.is_complex)
+        if example.device.type == "meta":  # (a metadata example: made outside the trace's recording)
+            with torch._C.DisableTorchFunction():
+                example = example.detach().requires_grad_(v.dtype.is_floating_point or v.dtype.is_complex)
         watched = record_with_meta(Op(OpKind.FUNCTION, watch_tensor, "watch"), (g,), {},
                                    TensorMeta(example, v.device, requires_grad=True))
         if g._trace is current():

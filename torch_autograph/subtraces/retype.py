@@ -43,6 +43,7 @@ from ..graph import (
     ValueKind,
     WhileOp,
     iter_values,
+    list_ops,
     substitute,
 )
 from ..tracing import ListMeta, ScalarMeta, TensorMeta, current, lists, same_dim
@@ -130,12 +131,12 @@ def _retype_node(node: Node, mapping: dict[int, Value]) -> None:
         metas = [_infer(getattr(torch.Tensor, op.inplace.target), node.args, node.kwargs)]
     elif op.kind is OpKind.OPERATOR and op.target in _POLYMORPHIC and not op.stateful:
         metas = [_infer(op.target, node.args, node.kwargs)]
-    elif op.kind is OpKind.FUNCTION and op.target is lists.list_append:
+    elif op.kind is OpKind.FUNCTION and op.target is list_ops.list_append:
         lst, item = node.args
         if not (lists.is_list_value(lst) and isinstance(item, Value) and item.kind is ValueKind.TENSOR):
             raise _CannotRetype
         metas = [_merged_list(lst if lst.dtype is not None else None, item)]
-    elif op.kind is OpKind.FUNCTION and op.target is lists.list_len:
+    elif op.kind is OpKind.FUNCTION and op.target is list_ops.list_len:
         return
     elif op.kind is OpKind.CONTROL and isinstance(op.target, CheckOp):
         return

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from .symbols import undecided
+
 _aten = torch.ops.aten
 
 
@@ -56,7 +58,10 @@ def getitem_meta(x: torch.Tensor, index: Any) -> torch.Tensor:
             dim += 1
         elif isinstance(i, (int, torch.SymInt)) or _is_int_tensor_scalar(i):
             n = i.item() if isinstance(i, torch.Tensor) else i
-            out = _aten.select.int(out, dim, n)
+            # An index no bound places (a loop counter) changes only the storage offset, never answered for a
+            # graph value: select at 0, without torch's guard per bound check and fresh offset symbol.
+            placed = not isinstance(n, torch.SymInt) or not undecided(n) or type(out.shape[dim]) is not int
+            out = _aten.select.int(out, dim, n if placed or out.shape[dim] < 1 else 0)
         elif isinstance(i, slice):
             step = 1 if i.step is None else i.step
             out = _aten.slice.Tensor(out, dim, i.start, i.stop, step)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ..errors import InaccessibleTensorError
-from ..graph import Effect, Op, OpKind, Value, ValueKind
+from ..graph import Effect, Op, OpKind, Value, ValueKind, list_ops
 from .context import Traced, current
 from .locations import user_location
 from .messages import not_allowed
@@ -159,38 +159,6 @@ def is_list_value(v: Any) -> bool:
     return isinstance(v, Value) and v.kind is ValueKind.LIST
 
 
-def list_new(*items: Any) -> list:
-    return list(items)
-
-
-def list_append(lst: list, item: Any) -> list:
-    lst.append(item)
-    return lst
-
-
-def list_pop(lst: list, index: int = -1) -> tuple[list, Any]:
-    return lst, lst.pop(index)
-
-
-def list_insert(lst: list, index: int, item: Any) -> list:
-    lst.insert(index, item)
-    return lst
-
-
-def list_delitem(lst: list, index: Any) -> list:
-    del lst[index]
-    return lst
-
-
-def list_setitem(lst: list, index: Any, item: Any) -> list:
-    lst[index] = item
-    return lst
-
-
-def list_len(lst: list) -> int:
-    return len(lst)
-
-
 def merge_elements(a: Value | None, b: Any, what: str) -> tuple[torch.dtype | None, Any, Any]:
     """(dtype, shape, device) of list elements after adding `b` (a Value) to elements like `a`.
 
@@ -294,7 +262,7 @@ def new_list(items: list, like: list = ()) -> GraphList:
     if not items and like:
         m = first or _element_meta(_number_element(like[0], None) if _is_number(like[0]) else like[0])
         if m is not None:
-            return _as_list(_record(list_new, "list", (), _list_meta(m.dtype, m.shape, m.device), writes=False))
+            return _as_list(_record(list_ops.list_new, "list", (), _list_meta(m.dtype, m.shape, m.device), writes=False))
     for it in items:
         v = state.to_value(it)
         if not isinstance(v, Value) or v.kind is not ValueKind.TENSOR:
@@ -306,22 +274,18 @@ def new_list(items: list, like: list = ()) -> GraphList:
                 from None
         elem = Value("_", dtype, shape, device)
     meta = _list_meta(*(merge_elements(elem, elem, "list") if elem is not None else (None, None, None)))
-    return _as_list(_record(list_new, "list", tuple(items), meta, writes=False))
+    return _as_list(_record(list_ops.list_new, "list", tuple(items), meta, writes=False))
 
 
 def empty_like(v: Value) -> GraphList:
     """An empty graph list whose elements would be like those of graph list `v` (a stand-in never read)."""
-    return _as_list(_record(list_new, "list", (), _list_meta(v.dtype, v.shape, v.device), writes=False))
-
-
-def list_from_rows(t: torch.Tensor) -> list:
-    return list(t.unbind(0))
+    return _as_list(_record(list_ops.list_new, "list", (), _list_meta(v.dtype, v.shape, v.device), writes=False))
 
 
 def from_rows(t: Any) -> GraphList:
     """A graph list of the rows of `t` (its slices along dim 0), e.g. `sorted(t)` of a run-time length."""
     v = t._value
-    return _as_list(_record(list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), writes=False))
+    return _as_list(_record(list_ops.list_from_rows, "rows", (t,), _list_meta(v.dtype, v.shape[1:], v.device), writes=False))
 
 
 def _as_list(g: Any) -> GraphList:
@@ -331,13 +295,13 @@ def _as_list(g: Any) -> GraphList:
 def append(lst: GraphList, item: Any) -> GraphList:
     """`lst.append(item)`; returns the list value after the append (the same run-time list)."""
     item, meta = _new_element(lst, item, _user_words("appending to"))
-    return _as_list(_record(list_append, "append", (lst, item), meta, writes=True))
+    return _as_list(_record(list_ops.list_append, "append", (lst, item), meta, writes=True))
 
 
 def insert(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst.insert(index, item)`; returns the list value after the insertion (the same run-time list)."""
     item, meta = _new_element(lst, item, _user_words("inserting into"))
-    return _as_list(_record(list_insert, "insert", (lst, index, item), meta, writes=True))
+    return _as_list(_record(list_ops.list_insert, "insert", (lst, index, item), meta, writes=True))
 
 
 def _new_element(lst: GraphList, item: Any, what: str) -> tuple[Any, ListMeta]:
@@ -355,13 +319,13 @@ def _new_element(lst: GraphList, item: Any, what: str) -> tuple[Any, ListMeta]:
 def setitem(lst: GraphList, index: Any, item: Any) -> GraphList:
     """`lst[index] = item` (an index); returns the list value after it (the same run-time list)."""
     item, meta = _new_element(lst, item, _user_words("assigning an element of"))
-    return _as_list(_record(list_setitem, "setitem", (lst, index, item), meta, writes=True))
+    return _as_list(_record(list_ops.list_setitem, "setitem", (lst, index, item), meta, writes=True))
 
 
 def delitem(lst: GraphList, index: Any) -> GraphList:
     """`del lst[index]` (an index or a slice); returns the list value after it (the same run-time list)."""
     v = lst._value
-    return _as_list(_record(list_delitem, "delitem", (lst, index), _list_meta(v.dtype, v.shape, v.device),
+    return _as_list(_record(list_ops.list_delitem, "delitem", (lst, index), _list_meta(v.dtype, v.shape, v.device),
                             writes=True))
 
 
@@ -372,13 +336,13 @@ def pop(lst: GraphList, index: Any = -1) -> tuple[GraphList, Any]:
         raise not_allowed(lst, "popping from a graph list whose elements are unknown",
                                  "append to it before popping")
     meta = (_list_meta(v.dtype, v.shape, v.device), element_meta(v))
-    out = _record(list_pop, "pop", (lst, index), meta, writes=True)
+    out = _record(list_ops.list_pop, "pop", (lst, index), meta, writes=True)
     return _as_list(out[0]), out[1]
 
 
 def length(lst: GraphList) -> Any:
     """`len(lst)` as a run-time Python int."""
-    return _record(list_len, "len", (lst,), ScalarMeta(torch.int64), writes=False)
+    return _record(list_ops.list_len, "len", (lst,), ScalarMeta(torch.int64), writes=False)
 
 
 def getitem(lst: GraphList, index: Any) -> Any:

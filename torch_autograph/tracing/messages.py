@@ -16,7 +16,8 @@ class GraphAttributeError(OperatorNotAllowedInGraphError, AttributeError):
     """Reading a tensor attribute whose value is unknown while tracing (hasattr() sees it as missing)."""
 
 
-def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError) -> Exception:
+def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInGraphError,
+                lacks: str = "value") -> Exception:
     """`what` cannot be done to graph tensor `g` while tracing: the error, naming it and the user's line.
 
     After its trace ended (a graph tensor kept in an attribute or a global, used after the call) the
@@ -30,7 +31,7 @@ def not_allowed(g: Any, what: str, fix: str, error: type = OperatorNotAllowedInG
     code = f"\n    {loc.line}" if loc and loc.line else ""
     cls = GraphAttributeError if error is AttributeError else error
     return cls(f"{what} is not allowed while tracing: the tensor %{g._value.name} "
-               f"({g._value.type_str()}) has no value yet{where}.{code}\nFix: {fix}.")
+               f"({g._value.type_str()}) has no {lacks} yet{where}.{code}\nFix: {fix}.")
 
 
 def leaked_tensor_error(g: Any) -> InaccessibleTensorError:

@@ -277,10 +277,15 @@ def _wrap(meta: Any, state: Any, op: Op, outputs: list[Value], unknown_grad: boo
 # ----- how a graph value answers a torch call -----------------------------------------------------
 # Methods answered from the graph value's metadata (sizes are ints, or SymInts where known only at run time).
 _NATIVE_METHODS = frozenset({
-    "size", "dim", "ndimension", "stride", "numel", "nelement", "is_contiguous", "element_size",
-    "is_floating_point", "is_complex", "is_signed", "get_device", "storage_offset", "is_inference", "has_names",
-    "__hash__", "is_shared", "_is_view",
+    "size", "dim", "ndimension", "numel", "nelement", "element_size", "is_floating_point", "is_complex",
+    "is_signed", "get_device", "has_names", "__hash__",
 })
+# Refused: the memory layout is no part of a graph value (inputs arrive laid out as they come, a backend lays
+# out the rest its own way), so the example's would be a guess.
+_LAYOUT_READS = frozenset({"stride", "is_contiguous", "storage_offset", "is_shared", "is_inference", "_is_view"})
+LAYOUT_FIX = ("a graph tensor's memory layout (strides, storage offset, contiguity, shared memory, inference "
+              "flag) is not part of the graph: a call's inputs may arrive laid out otherwise than the example "
+              "traced; call `.contiguous()` where a layout is needed instead of testing for it")
 # Attributes that are values computed from the tensor (recorded), not metadata.
 _RECORDED_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Autograd facts about the value when the graph runs, answered where the trace knows them.
@@ -319,6 +324,8 @@ def handle_graph_call(func: Callable, args: tuple, kwargs: dict) -> Any:
                 return first.autograd_fact(attr)
             if attr not in _RECORDED_ATTRS:
                 return _native(func, args, kwargs)
+        elif name in _LAYOUT_READS:
+            raise first.not_allowed(f"x.{name}()", LAYOUT_FIX, lacks="layout")
         elif name in _VALUE_READS:
             taken, answer = (False, None) if args[1:] or kwargs else decisions.decide(current(), first, name)
             if taken:

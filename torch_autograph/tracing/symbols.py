@@ -107,6 +107,12 @@ def _static(x: Any) -> Any:
     return expr
 
 
+def undecided(n: torch.SymInt) -> bool:
+    """Whether `n`'s comparisons go undecided while tracing (`_static`): no symbol of it is bounded or replaced."""
+    env, symbols = n.node.shape_env, _symbols_in(n.node.expr)
+    return not _bounded(env.var_to_range, symbols) and not env.replacements.keys() & symbols
+
+
 def _bounded(ranges: dict, symbols: Any) -> bool:
     """Whether one of `symbols` has a range other than all ints or {0, 1} (a size, a clamped number)."""
     (minus_infinity, infinity), (zero, one) = _open_ranges()

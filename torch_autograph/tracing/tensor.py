@@ -98,8 +98,8 @@ class GraphTensor(torch.Tensor, Traced):
             return self.requires_grad
 
     # ----- what cannot be known while tracing --------------------------------------------------
-    def not_allowed(self, what: str, fix: str, error: type | None = None) -> Exception:
-        return not_allowed(self, what, fix, error) if error is not None else not_allowed(self, what, fix)
+    def not_allowed(self, what: str, fix: str, error: type | None = None, lacks: str = "value") -> Exception:
+        return not_allowed(self, what, fix, error, lacks) if error is not None else not_allowed(self, what, fix, lacks=lacks)
 
     def autograd_fact(self, attr: str) -> Any:
         """`requires_grad`, `is_leaf`, `grad_fn`, `grad` ... of this value when the graph runs, if the trace knows."""
