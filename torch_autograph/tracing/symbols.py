@@ -109,8 +109,8 @@ def _static(x: Any) -> Any:
 
 def undecided(n: torch.SymInt) -> bool:
     """Whether `n`'s comparisons go undecided while tracing (`_static`): no symbol of it is bounded or replaced."""
-    env, symbols = n.node.shape_env, _symbols_in(n.node.expr)
-    return not _bounded(env.var_to_range, symbols) and not env.replacements.keys() & symbols
+    env, symbols = getattr(n.node, "shape_env", None), _symbols_in(n.node.expr)
+    return env is not None and not _bounded(env.var_to_range, symbols) and not env.replacements.keys() & symbols
 
 
 def _bounded(ranges: dict, symbols: Any) -> bool:
