@@ -258,3 +258,22 @@ def test_a_graph_tensors_layout_is_refused_not_answered_from_the_traced_example(
 
 def test_contiguous_still_records_and_matches_eager():
     check(lambda x: x.t().contiguous() + 1, X)
+
+
+def test_every_metadata_answer_holds_for_inputs_laid_out_otherwise_than_the_example():
+    # The class of the layout bug: whatever the trace answers from metadata must be the same for every call the
+    # trace serves, so each answered method is checked on inputs of one signature and other layouts.
+    from torch_autograph.tracing import recording
+
+    names = sorted(n for n in recording._NATIVE_METHODS - {"__hash__", "size"} if hasattr(torch.Tensor, n))
+    base = torch.randn(6, 4)
+    layouts = [torch.randn(4, 6).t().contiguous(), torch.randn(4, 6).t(), base[:, :], torch.randn(7, 4)[1:].clone(),
+               torch.randn(7, 4)[1:], torch.randn(6, 4).share_memory_()]
+
+    def f(x):
+        return tuple(getattr(x, name)() for name in names), x.size()
+
+    g = ta.function(f, autograph=False)
+    for x in layouts:
+        assert g(x) == f(x), (names, x.stride(), x.storage_offset())
+    assert g.experimental_get_tracing_count() == 1
