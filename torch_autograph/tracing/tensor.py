@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Value
 from .context import Traced
 from .messages import not_allowed
@@ -99,7 +100,7 @@ class GraphTensor(torch.Tensor, Traced):
 
     # ----- what cannot be known while tracing --------------------------------------------------
     def not_allowed(self, what: str, fix: str, error: type | None = None, lacks: str = "value") -> Exception:
-        return not_allowed(self, what, fix, error, lacks) if error is not None else not_allowed(self, what, fix, lacks=lacks)
+        return not_allowed(self, what, fix, error or OperatorNotAllowedInGraphError, lacks)
 
     def autograd_fact(self, attr: str) -> Any:
         """`requires_grad`, `is_leaf`, `grad_fn`, `grad` ... of this value when the graph runs, if the trace knows."""
