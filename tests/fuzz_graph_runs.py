@@ -62,9 +62,12 @@ def canon(v):
     return v
 
 
-def differs(got, want, promote: bool = False) -> str:
+def differs(got, want, promote: bool = False, numbers: bool = False) -> str:
     """'' when `got` (graph) equals `want` (reference) in structure, dtype, shape and value; else what differs.
-    `promote`: a float where the reference has an int of equal value is allowed (the README's merge rule)."""
+    `promote`: a float where the reference has an int of equal value is allowed (the README's merge rule);
+    `numbers`: the same, only where the reference has a Python number (int programs, whose tensors are int64)."""
+    merge = promote or (numbers and type(want) in (int, float))
+    raw_got, raw_want = got, want
     got, want = canon(got), canon(want)
     if isinstance(want, (list, tuple, dict)):
         if type(got) is not type(want) or len(got) != len(want):
@@ -72,13 +75,13 @@ def differs(got, want, promote: bool = False) -> str:
         keys = want.keys() if isinstance(want, dict) else range(len(want))
         if isinstance(want, dict) and got.keys() != want.keys():
             return f"keys {sorted(got)} != {sorted(want)}"
-        return next((f"[{k!r}]: {d}" for k in keys if (d := differs(got[k], want[k], promote))), "")
+        return next((f"[{k!r}]: {d}" for k in keys if (d := differs(raw_got[k], raw_want[k], promote, numbers))), "")
     if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
         return "" if got is want or got == want else f"{got!r} != {want!r}"
-    # `promote` (float programs, whose tensors are all float64): a Python number where the reference has one, and
-    # the graph a float, as where a tensor `if` merged it with a float (a float64 tensor, a Python float: float32)
-    # on another path: the README's rule.
-    merged = promote and want.dim() == 0 and (
+    # A Python number where the reference has one (float programs: any 0-dim value, their tensors are all
+    # float64), and the graph a float, as where a tensor `if` merged it with a float (a float64 tensor, a Python
+    # float: float32) on another path: the README's rule.
+    merged = merge and want.dim() == 0 and (
         (want.dtype == torch.int64 and got.dtype in (torch.float32, torch.float64))
         or (want.dtype == torch.float32 and got.dtype == torch.float64))
     if got.dtype != want.dtype and not merged:
@@ -144,7 +147,7 @@ def int_outcome(source: str, inputs: tuple) -> tuple:
             return _first_refusal(graph, eager, source, False, n)
         if eager[0] == "raised":
             return "raises only eagerly", f"eager {_described(eager)}; graph {_described(graph)}, inputs {values}"
-        if (d := differs(graph[1:], eager[1:])):
+        if (d := differs(graph[1:], eager[1:], numbers=True)):
             if source != without_augmented_assignment(source) and \
                     int_outcome(without_augmented_assignment(source), inputs)[0] == "ok":
                 return "aliasing", f"graph {_described(graph)}, eager {_described(eager)}: {d}"

@@ -60,6 +60,8 @@ DESIGN_RULES = {
     "which has ended where the handler's path meets the body's":
         "a run-time number made in a tensor `if` or loop of a `try` body around graph ops, read on a handler's path",
     "is rebound by the `finally:`": "a `finally:` inside a `try` body around graph ops rebinding what that `try` carries",
+    "the `finally:` must run with the value":
+        "a `finally:` of a `try` around graph ops changing state from what the body or a handler changes",
 }
 
 

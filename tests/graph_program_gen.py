@@ -40,6 +40,9 @@ so the same program is the reference three ways):
   objects' state after each call (and the returned object's contents) with eager's;
 - python_grow (not in `FEATURES`: its own test runs it): one of those lists grown with Python values (`CAPL.append(3)`, `push(3)`) under
   a tensor condition: refused by design (`fuzz_structure` says which programs do it);
+- number_merge (not in `FEATURES`: its own test runs it): a number and a tensor of another kind (int64, bool,
+  the program's dtype) merged by a tensor `if`, a conditional expression or a loop (`n = torch.as_tensor(2)`,
+  `if c: n = 0.5`): one the tensor holds unchanged becomes that tensor, another is refused by design;
 - raise_paths (not in `FEATURES`: its own test runs it): what the program holds at an op that fails as the graph
   runs: a `try` whose body rebinds a variable before its failing index (at the body's top, in a tensor `if`, in
   a loop, in an inner `try`), the handler reading it or passing it on; and the objects of `mutation` changed
@@ -124,7 +127,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
     def stmt(self, indent: int, depth: int, in_loop: bool, extra: tuple) -> list[str]:
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
-                             "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow", "raise_paths")
+                             "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow", "raise_paths",
+                             "number_merge")
                  if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
@@ -285,6 +289,25 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                          f"CAPL.extend([{r.randint(0, 9)}, {r.randint(0, 9)}])", f"push({r.randint(0, 9)})",
                          f"CAPL.insert(0, {r.randint(0, 9)})"))
         return [f"{pad}if {cond}:", f"{pad}    {grow}"]
+
+    def wide_number_merge(self, pad, indent, depth, in_loop, extra):
+        # A number and a tensor merged by a tensor `if`, a conditional expression or a loop: a number the tensor's
+        # dtype holds unchanged becomes that tensor (an int in a float tensor); another (a float in an int tensor,
+        # an int in a bool one) is refused, never cast (`1.5` would become `1`).
+        r = self.rng
+        u, var = self.fresh("n"), r.choice(program_gen.LOCALS)
+        tensor = r.choice((f"torch.as_tensor({r.randint(-2, 4)})", f"(ZERO + {r.randint(-2, 4)})",
+                           f"({r.choice(program_gen.PARAMS)} > {r.randint(-2, 4)})", "torch.as_tensor(True)"))
+        number = r.choice(("0.5", "-1.5", "2", "0", "True"))
+        form = r.choice(("if", "ifexp", "loop"))
+        if form == "if":
+            lines = [f"{pad}{u} = {tensor}", f"{pad}if {self.bool_expr(0, extra)}:", f"{pad}    {u} = {number}"]
+        elif form == "ifexp":
+            lines = [f"{pad}{u} = ({tensor} if {self.bool_expr(0, extra)} else {number})"]
+        else:
+            lines = [f"{pad}{u} = {tensor}", f"{pad}for {self.fresh('k')} in range({self.stop(extra)}):",
+                     f"{pad}    {u} = {number}"]
+        return lines + [f"{pad}{var} = {var} + {u}"]
 
     def wide_raise_paths(self, pad, indent, depth, in_loop, extra):
         if depth > 0:  # (at the top of the program: not in a `try` of program_gen, whose `finally:` may read it)

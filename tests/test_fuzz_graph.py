@@ -95,6 +95,9 @@ CONSTRUCTS = [
     pytest.param("python_grow"),
     # What a program holds at an op that fails as the graph runs: a handler's variables, the objects changed.
     pytest.param("raise_paths"),
+    # A number and a tensor of another kind merged under a tensor condition: a float given to an int tensor was cast
+    # (1.5 became 1, silently) until the merges refused it.
+    pytest.param("number_merge"),
 ]
 
 

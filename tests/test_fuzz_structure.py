@@ -60,10 +60,14 @@ def test_elements_of_two_ranks_appended_under_a_tensor_condition_break_the_list_
     assert fuzz_structure.breaks(RANKS, prog(body), floats=False) is broken
 
 
-def test_a_loop_variable_from_an_int_to_a_float_breaks_the_type_rule():
-    body = "x = 0\nfor k in range(a):\n    x = x + a\nreturn x"
-    assert fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=True)
-    assert not fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=False)
+@pytest.mark.parametrize("body, floats, broken", [
+    ("x = 0\nfor k in range(a):\n    x = x + 0.5\nreturn x", False, True),  # a Python int, then a Python float
+    ("x = 0\nfor k in range(a):\n    x = x + a\nreturn x", True, False),  # an int becomes the float tensor it meets
+    ("x = torch.as_tensor(0)\nfor k in range(a):\n    x = x + a\nreturn x", True, True),  # int64, then float64
+    ("x = torch.as_tensor(0)\nfor k in range(a):\n    x = 0.5\nreturn x", False, True),  # 0.5 is no int64 tensor
+])
+def test_a_loop_variable_changing_its_kind_of_value_breaks_the_type_rule(body, floats, broken):
+    assert fuzz_structure.breaks(TYPE_CHANGE, prog(body), floats=floats) is broken
 
 
 @pytest.mark.parametrize("body, skips", [
@@ -101,11 +105,26 @@ TRY_NUMBER = "a run-time number made in a tensor `if` or loop of a `try` body ar
 
 
 @pytest.mark.parametrize("rule, body, floats, broken", [
-    (PATH_TYPES, "x = 0\nif a > 0:\n    x = a\nreturn x", True, True),  # an int, or a float tensor
-    (PATH_TYPES, "x = 0\nif a > 0:\n    x = a\nreturn x", False, False),  # int tensors on both paths
-    (PATH_TYPES, "if a > 0:\n    return (1, a)\nreturn (a, a)", True, True),  # the return value's first item
+    # A number merged with a tensor becomes a tensor of its dtype where that keeps its value (an int in a float
+    # tensor), and is refused where not (a float in an int tensor); tensors of two dtypes are refused.
+    (PATH_TYPES, "x = 0\nif a > 0:\n    x = a\nreturn x", True, False),
+    (PATH_TYPES, "x = 0.5\nif a > 0:\n    x = torch.as_tensor(1)\nreturn x", True, True),
+    (PATH_TYPES, "x = torch.as_tensor(1)\nif a > 0:\n    x = a\nreturn x", True, True),  # int64 and float64
+    (PATH_TYPES, "x = torch.as_tensor(1)\nif a > 0:\n    x = a\nreturn x", False, False),  # int64 both
+    (PATH_TYPES, "x = True\nif a > 0:\n    x = 1\nreturn x", False, True),  # a Python bool and an int
+    (PATH_TYPES, "if a > 0:\n    return (a.long(), a)\nreturn (a, a)", True, True),  # the return value's first item
+    (PATH_TYPES, "if a > 0:\n    return (1, a)\nreturn (a, a)", True, False),
     (PATH_TYPES, "if a > 0:\n    return (a, a)\nreturn (b, c)", True, False),
-    (DTYPES, "l = [a]\nif a > 0:\n    l.append(len(l))\nreturn l[0]", True, True),
+    # (the paths of a `try` around graph ops: an int and a float are refused too)
+    (PATH_TYPES, "y = 0\ntry:\n    y = a + torch.arange(3)[b]\n    y = 1\nexcept IndexError:\n    y = 0.5\nreturn y",
+     False, True),
+    # A number takes the dtype of the tensors a list holds (an int's length, a run-time number), unless the list
+    # was emptied: then the number starts it again (a Python float: float32).
+    (DTYPES, "l = [a]\nif a > 0:\n    l.append(len(l))\nreturn l[0]", True, False),
+    (DTYPES, "l = [a]\nif a > 0:\n    l.append(torch.as_tensor(len(l)))\nreturn l[0]", True, True),
+    (DTYPES, "u = torch.as_tensor(0)\ny = 1 + u\nl = [a]\nif a > 0:\n    l.append(y + 1)\nreturn l[0]", True, True),
+    (DTYPES, "l = [a]\nfor k in range(a):\n    del l[:]\n    l.append(1 / 2)\n    l.append(a)\nreturn l[0]",
+     True, True),
     (DTYPES, "l = [a]\nif a > 0:\n    l.append(b)\nreturn l[0]", True, False),
     (TRY_NUMBER, "y = 0\ntry:\n    for k in range(a):\n        y = y + 1\nexcept Exception:\n    y = 2\nreturn y",
      False, True),
@@ -114,3 +133,45 @@ TRY_NUMBER = "a run-time number made in a tensor `if` or loop of a `try` body ar
 ])
 def test_the_type_rules_follow_the_kinds_of_the_values(rule, body, floats, broken):
     assert fuzz_structure.breaks(rule, prog(body), floats=floats) is broken
+
+
+# A walrus after `and`/`or` may not run: what it binds is not bound for sure (fuzz seeds 4427, 8329, 8991).
+@pytest.mark.parametrize("body, broken", [
+    ("for j in range(2):\n    if a > 0:\n        k = 0\n        while k < 2 and (w := a * k) < 7:\n            k += 1\n"
+     "        b = b + w\nreturn b", True),  # read where only the previous iteration may have bound it
+    ("for j in range(2):\n    if a > 0:\n        w = a\n        b = b + w\nreturn b", False),  # bound before it is read
+    # A `break` in a tensor `if` makes the rest of the loop's body its other path (seed 4030); a `return` in a loop,
+    # the next test of a `while` too (seed 7958).
+    ("for j in range(2):\n    if a > j:\n        break\n    k = 0\n    while k < 1 and (w := a * k) < 2:\n"
+     "        k += 1\n    b = b + w\nreturn b", True),
+    ("for j in range(2):\n    if a > j:\n        break\n    w = j * 2\n    b = b + w\nreturn b", False),
+    ("k = 0\nwhile k < 1 and (w := a * k) < 6:\n    k += 1\n    if b > 2:\n        return b\nreturn w", True),
+])
+def test_a_name_bound_maybe_on_one_path_of_a_tensor_if_breaks_the_branch_rule(body, broken):
+    assert fuzz_structure.breaks(ONE_BRANCH, prog(body), floats=False) is broken
+
+
+def test_a_return_in_a_tensor_loop_puts_what_follows_the_loop_under_a_tensor_condition():
+    # (seed 6506) AutoGraph's "has it returned" flag is a loop variable: the code after the loop runs under it.
+    body = "k = 0\nwhile k < a:\n    k += 1\n    if k > 9:\n        return a\nCAPL.append(a)\nreturn a"
+    assert fuzz_structure.breaks(MUTATES, prog(body), floats=False)
+    assert not fuzz_structure.breaks(MUTATES, prog("k = 0\nwhile k < a:\n    k += 1\nCAPL.append(a)\nreturn a"),
+                                     floats=False)
+
+
+FINALLY_EFFECT = "a `finally:` of a `try` around graph ops changing state from what the body or a handler changes"
+
+
+@pytest.mark.parametrize("body, broken", [
+    # (seed 5972) an in-place update of the argument `a`, in a `finally:` reading a list the body changes
+    ("l = [a]\ntry:\n    l.append(a + torch.arange(3)[b])\nexcept ValueError:\n    del l[0]\nfinally:\n"
+     "    a += 1\n    l.append(a)\nreturn a", True),
+    ("y = a\ntry:\n    y = a + torch.arange(3)[b]\nexcept ValueError:\n    y = a\nfinally:\n    V.assign_add(y)\n"
+     "return y", True),
+    ("y = a\ntry:\n    y = a + torch.arange(3)[b]\nexcept ValueError:\n    y = a\nfinally:\n    V.assign_add(c)\n"
+     "return y", False),  # the effect reads nothing the body changes
+    ("y = a\ntry:\n    y = a + torch.arange(3)[b]\nexcept ValueError:\n    y = a\nfinally:\n    q = y + 1\n"
+     "return q", False),  # no effect
+])
+def test_a_finally_changing_state_from_what_the_try_changes_breaks_its_rule(body, broken):
+    assert fuzz_structure.breaks(FINALLY_EFFECT, prog(body), floats=False) is broken

@@ -124,6 +124,33 @@ def test_a_variable_only_the_handler_binds_read_after_the_try_is_refused_at_the_
         assert line_of(fn, "except IndexError:") in str(info.value)
 
 
+def float_in_the_handler_int_tensor_in_the_body(a, i):
+    x = 0.5
+    try:
+        x = torch.arange(3)[i]
+    except IndexError:
+        x = 0.5
+    return x
+
+
+def float_in_the_body_int_tensor_in_the_handler(a, i):
+    x = torch.as_tensor(7)
+    try:
+        a = a + torch.arange(3)[i]
+    except IndexError:
+        x = 1.5
+    return x + a
+
+
+@pytest.mark.parametrize("fn", [float_in_the_handler_int_tensor_in_the_body,
+                                float_in_the_body_int_tensor_in_the_handler])
+def test_a_float_on_one_path_of_a_try_and_an_int_tensor_on_another_is_refused_not_cast(fn):
+    # As a tensor of the int64 dtype the other path gives it, 0.5 would become 0 (the handler's path, i = 5).
+    with pytest.raises(TypeError, match="'x' is a torch.int64 tensor on one path of the `except IndexError`") as info:
+        ta.function(fn)(T(1), T(5))
+    assert "but float" in str(info.value) and line_of(fn, "except IndexError:") in str(info.value)
+
+
 def failing_op_in_a_nested_if(a, i):
     y = a * 1
     try:

@@ -80,6 +80,49 @@ def test_dtype_mismatch_between_branches():
     assert line_of(f, "# <-") in msg
 
 
+def float_number_or_int_tensor(x):
+    y = torch.tensor(1)
+    if x.sum() > 0:  # <-
+        y = 1.5
+    return y
+
+
+def int_tensor_or_float_number(x):
+    return torch.tensor(1) if x.sum() > 0 else 2.5  # <-
+
+
+def int_number_or_bool_tensor(x):
+    y = x.sum() > 9
+    if x.sum() > 0:  # <-
+        y = 3
+    return y
+
+
+@pytest.mark.parametrize("fn, words", [
+    (float_number_or_int_tensor, "'y' has dtype torch.int64 in the else branch, but Python type float in the main"),
+    (int_tensor_or_float_number, "has dtype torch.int64 in the main branch, but Python type float in the else"),
+    (int_number_or_bool_tensor, "'y' has dtype torch.bool in the else branch, but Python type int in the main"),
+])
+def test_a_number_a_tensor_branch_cannot_hold_unchanged_is_refused_not_cast(fn, words):
+    # A tensor `if` turns a number merged with a tensor into a tensor of that dtype; a float in an int tensor or an
+    # int in a bool one would change value (1.5 -> 1, 3 -> True), which eager never does.
+    msg = _raises(TypeError, fn, X)
+    assert words in msg and "both branches must give it the same type" in msg
+    assert line_of(fn, "# <-") in msg
+
+
+def test_an_int_a_float_tensor_branch_holds_becomes_that_tensor():
+    def f(x):
+        y = 2
+        if x.sum() > 0:
+            y = x.sum()
+        return y
+
+    assert_matches_eager(f, X)
+    out = ta.function(f)(-X)
+    assert out.dtype == torch.float32 and out.item() == 2.0  # the README's rule: the int becomes the float
+
+
 def test_structure_mismatch_between_branches():
     def f(x):
         if x.sum() > 0:  # <-
@@ -150,6 +193,18 @@ def test_loop_variable_dtype_change():
 
     msg = _raises(TypeError, f, X)
     assert "'i' has dtype torch.int64 before the loop, but dtype torch.float32 after one iteration" in msg
+    assert line_of(f, "# <-") in msg
+
+
+def test_a_loop_variable_holding_an_int_tensor_given_a_float_is_refused_not_cast():
+    def f(x):
+        i = torch.tensor(0)
+        for k in range(int(x.sum())):  # <-
+            i = 0.5
+        return i
+
+    msg = _raises(TypeError, f, X)
+    assert "'i' has dtype torch.int64 before the loop, but Python type float after one iteration" in msg
     assert line_of(f, "# <-") in msg
 
 

@@ -180,6 +180,19 @@ def number_to_tensor(x: Any, like: Value, promoted: bool = False) -> GraphTensor
                             TensorMeta(meta_example((), like.dtype), like.device))
 
 
+def _kind_rank(dtype: torch.dtype) -> int:
+    return 0 if dtype == torch.bool else 3 if dtype.is_complex else 2 if dtype.is_floating_point else 1
+
+
+def number_fits(number: Any, like: Value) -> bool:
+    """Whether a Python number or run-time number keeps its value as a tensor of `like`'s dtype: torch's kinds go
+    bool, integer, floating, complex, and a number may only move up (an int into a float tensor, not a float into
+    an int tensor: `1.5` would become `1`)."""
+    number = getattr(number, "_value", number)  # a run-time number as the trace holds it: its Value
+    dtype = number.dtype if isinstance(number, Value) else SCALAR_DTYPES.get(type(number))
+    return dtype is None or like.dtype is None or _kind_rank(dtype) <= _kind_rank(like.dtype)
+
+
 def as_tensor_in(branch: Branch, x: Any, like: Value) -> Value:
     """Convert a Python number or run-time scalar produced by `branch` to a tensor like `like`."""
 

@@ -46,6 +46,7 @@ from .branches import (
     check_predicate,
     describe,
     leaf_kind,
+    number_fits,
     quoted,
     structure_repr,
     to_value,
@@ -182,8 +183,10 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
     # Python numbers on one side and tensors on the other: the number becomes a tensor.
     promoted = False
     if isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb in (Leaf.PYSCALAR, Leaf.SCALAR):
+        _check_number_fits(name, va, vb, "else", origin)
         vb, promoted = as_tensor_in(fb, b, va), True
     elif isinstance(vb, Value) and vb.kind is ValueKind.TENSOR and ka in (Leaf.PYSCALAR, Leaf.SCALAR):
+        _check_number_fits(name, vb, va, "main", origin)
         va, promoted = as_tensor_in(tb, a, vb), True
     # A Python int on one side and a float on the other (known now or when the graph runs): the int
     # becomes the float that equals it.
@@ -218,6 +221,17 @@ def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b:
                         f"branch of the `if`{where(origin)}; a graph `if` keeps the rank of each value.")
     out, requires_grad = merged_value(state, name, _meta_of(va), _meta_of(vb), pairs)
     return va, vb, out, requires_grad, promoted
+
+
+def _check_number_fits(name: str, tensor: Value, number: Any, number_side: str, origin: SourceLocation | None) -> None:
+    """Refuse a number one branch gives where the other gives a tensor it cannot become without a new value."""
+    if number_fits(number, tensor):
+        return
+    tensor_side = "main" if number_side == "else" else "else"
+    raise TypeError(f"{quoted(name)} has dtype {tensor.dtype} in the {tensor_side} branch, but "
+                    f"{type_words(value_type(number))} in the {number_side} branch of the `if`{where(origin)}; both "
+                    f"branches must give it the same type (as a {tensor.dtype} tensor, the number would change "
+                    f"value). Convert one of them (`float(...)`, `.to(...)`).")
 
 
 def _number_dtype(v: Any, kind: Leaf) -> Any:

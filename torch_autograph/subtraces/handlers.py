@@ -50,6 +50,7 @@ from .branches import (
     as_tensor_in,
     describe,
     leaf_kind,
+    number_fits,
     number_to_tensor,
     quoted,
     structure_repr,
@@ -445,6 +446,7 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
     if ka is not Leaf.TENSOR and tensor_in is not None:
         # A number after the body, a tensor after a handler: the body's number becomes a tensor of its type.
         like = to_value(branches[tensor_in], bs[tensor_in])
+        _check_number_fits(name, label, a, like)
         va = number_to_tensor(a, like, promoted=True)._value
     else:
         va = state.to_value(a)
@@ -453,6 +455,7 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
         if kb is Leaf.UNSET:
             vbs.append(_unset_in(hb, _meta(va)))
         elif isinstance(va, Value) and va.kind is ValueKind.TENSOR and kb is not Leaf.TENSOR:
+            _check_number_fits(name, label, b, va)
             vbs.append(as_tensor_in(hb, b, va))
         else:
             try:
@@ -470,6 +473,14 @@ def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: lis
             raise TypeError(f"{quoted(name)} is {first.type_str()} after the `try` body but {m.type_str()} after "
                             f"{label}: both paths must give it the same type.")
     return va, vbs, _merged_value(state, name, metas)
+
+
+def _check_number_fits(name: str, label: str, number: Any, like: Value) -> None:
+    """Refuse a number one path of the `try` gives where another gives a tensor it cannot become unchanged."""
+    if not number_fits(number, like):
+        raise TypeError(f"{quoted(name)} is a {like.dtype} tensor on one path of {label} but {describe(number)} on "
+                        f"another: both paths must give it the same type (as a {like.dtype} tensor, the number "
+                        f"would change value). Convert one of them (`float(...)`, `.to(...)`).")
 
 
 def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],

@@ -71,6 +71,7 @@ from .branches import (
     check_predicate,
     describe,
     leaf_kind,
+    number_fits,
     number_to_tensor,
     quoted,
     structure_repr,
@@ -501,7 +502,7 @@ def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw
                 raise TypeError(f"{quoted(name)} holds {lv.dtype} tensors before the loop but {r.dtype} after one "
                                 f"iteration{where(origin)}.")
             continue
-        if lv.kind is ValueKind.TENSOR and ok in (Leaf.PYSCALAR, Leaf.SCALAR):
+        if lv.kind is ValueKind.TENSOR and ok in (Leaf.PYSCALAR, Leaf.SCALAR) and number_fits(r, lv):
             ot, oshape = (ValueKind.TENSOR, lv.dtype, lv.device), ()  # converted to a tensor like the variable
         else:
             ot, oshape = value_type(r), (r.shape if isinstance(r, Value) else ())
