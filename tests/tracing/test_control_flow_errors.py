@@ -123,6 +123,28 @@ def test_an_int_a_float_tensor_branch_holds_becomes_that_tensor():
     assert out.dtype == torch.float32 and out.item() == 2.0  # the README's rule: the int becomes the float
 
 
+def sum_rows_if_many(x):
+    if x.shape[0] > 2:
+        y = x.sum(0)  # rank 1 here, rank 2 on the other path: no graph `if` holds both
+    else:
+        y = x
+    return y
+
+
+def test_an_if_on_a_size_whose_branches_differ_in_rank_is_decided_on_the_call_s_size_and_guarded():
+    f = ta.function(sum_rows_if_many, reduce_retracing=True)
+    for n in (3, 4, 1, 2, 5, 1):
+        x = torch.arange(2.0 * n).reshape(n, 2)
+        torch.testing.assert_close(f(x), sum_rows_if_many(x), rtol=0, atol=0)
+    # One trace per shape kind: the first call's, then one with x.size(0) >= 3 and one with x.size(0) < 3.
+    assert f.experimental_get_tracing_count() == 3
+    assert "assumed x.size(0) >= 3, which this call breaks" in "\n".join(str(r) for r in f.trace_history())
+    g = ta.function(sum_rows_if_many, input_signature=[ta.TensorSpec([None, 2], torch.float32)])
+    for n in (3, 1):
+        x = torch.ones(n, 2)
+        torch.testing.assert_close(g(x), sum_rows_if_many(x), rtol=0, atol=0)
+
+
 def test_structure_mismatch_between_branches():
     def f(x):
         if x.sum() > 0:  # <-

@@ -36,7 +36,7 @@ from ..graph import (
     eliminate_dead_code,
     unique_values,
 )
-from ..tracing import TraceState, current, is_graph_value, lists, same_dim, traced, user_location
+from ..tracing import NeedsSizeError, TraceState, current, is_graph_value, lists, same_dim, traced, user_location
 from .branches import (
     SCALAR_DTYPES,
     UNSET,
@@ -126,6 +126,37 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     # A branch the user's code raises in ends with a node raising it: its outputs are never read (raises.py).
     t_out, _ = run_or_raise(tb, true_fn, lambda: UNSET)
     f_out, _ = run_or_raise(fb, false_fn, lambda: UNSET)
+    try:
+        return _staged(state, p, tb, fb, t_out, f_out, names, origin)
+    except (TypeError, ValueError) as refusal:
+        # Branches one graph value cannot hold (results of two ranks, a value and None) under a condition on sizes
+        # the call gives (`if x.shape[0] > 2:`): decided on this call's sizes, the answer an assumption checked at
+        # each call (a call breaking it traces again), and only the branch taken traced, as Python runs it.
+        answer = _decided_on_sizes(state, pred, refusal)
+        if answer is None:
+            raise
+    return true_fn() if answer else false_fn()
+
+
+def _decided_on_sizes(state: TraceState, pred: Any, refusal: Exception) -> bool | None:
+    """`bool(pred)` for a condition on input sizes, taken on the call's sizes (a trace backed by them: else it
+    traces again, backed), that answer becoming a checked assumption; None for any other condition (a tensor, a
+    size made while tracing, a trace from a signature alone)."""
+    if not isinstance(pred, torch.SymBool):
+        return None
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    try:
+        return bool(pred)
+    except GuardOnDataDependentSymNode:
+        if not state.backed:
+            raise NeedsSizeError(str(refusal)) from refusal
+        return None
+
+
+def _staged(state: TraceState, p: Value, tb: Branch, fb: Branch, t_out: Any, f_out: Any,
+            names: Sequence[str] | None, origin: SourceLocation | None) -> Any:
+    """The `cond` node of the two traced branches, recorded in `state`; its results, packed as `t_out`."""
     t_out, f_out = _fill_unset(t_out, f_out), _fill_unset(f_out, t_out)
     t_leaves, f_leaves = _matching_leaves(t_out, f_out, names, origin)
     results: list[Any] = []
