@@ -762,12 +762,11 @@ def _root(e: ast.AST) -> str | None:
 
 
 def _changes_outliving(stmt: ast.stmt) -> bool:
-    root = _root
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Delete)):
         targets = stmt.targets if isinstance(stmt, (ast.Assign, ast.Delete)) else [stmt.target]
-        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) in _OUTLIVING for t in targets)
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and _root(t) in _OUTLIVING for t in targets)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
-        return root(stmt.value.func.value) in _OUTLIVING
+        return _root(stmt.value.func.value) in _OUTLIVING
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name):
         return stmt.value.func.id in _CHANGING_CALLS
     return False
