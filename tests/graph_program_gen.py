@@ -43,6 +43,10 @@ so the same program is the reference three ways):
 - number_merge (not in `FEATURES`: its own test runs it): a number and a tensor of another kind (int64, bool,
   the program's dtype) merged by a tensor `if`, a conditional expression or a loop (`n = torch.as_tensor(2)`,
   `if c: n = 0.5`): one the tensor holds unchanged becomes that tensor, another is refused by design;
+- missing_kernel (not in `FEATURES`: its own test runs it): an op in a `try` whose `except NotImplementedError:`
+  falls back on another, as transformers' static cache does around `index_copy_`: the op has its CPU kernel (the
+  handler never runs; an index out of range is an IndexError nothing catches), or it is `cuda_only`, a custom op
+  with a CUDA kernel only (the handler runs at every call);
 - raise_paths (not in `FEATURES`: its own test runs it): what the program holds at an op that fails as the graph
   runs: a `try` whose body rebinds a variable before its failing index (at the body's top, in a tensor `if`, in
   a loop, in an inner `try`), the handler reading it or passing it on; and the objects of `mutation` changed
@@ -128,7 +132,7 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
         f = self.features
         kinds = [k for k in ("int_alias", "branch_init", "rank1", "walrus", "type_checks", "variables",
                              "list_shapes", "deletes", "try_ops", "grow", "mutation", "python_grow", "raise_paths",
-                             "number_merge")
+                             "number_merge", "missing_kernel")
                  if k in f]
         if depth >= self.max_depth or not kinds or self.rng.random() >= self.wide_p:
             return super().stmt(indent, depth, in_loop, extra)
@@ -309,6 +313,24 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
                      f"{pad}    {u} = {number}"]
         return lines + [f"{pad}{var} = {var} + {u}"]
 
+    def wide_missing_kernel(self, pad, indent, depth, in_loop, extra):
+        # transformers' static cache: an op in a `try` whose `except NotImplementedError:` falls back on another
+        # (for a device without the op's kernel). `index_copy_` has its CPU kernel: the handler never runs,
+        # eagerly or as the graph runs, and an index out of range for some inputs is an IndexError nothing
+        # catches. `cuda_only` (a custom op with a CUDA kernel only) has none: its handler runs at every call.
+        r, var = self.rng, self.rng.choice(program_gen.LOCALS)
+        buf, pos = self.fresh("buf"), self.fresh("pos")
+        value = f"torch.as_tensor({var}, dtype={self.dtype}).reshape(1)"
+        lines = [f"{pad}{buf} = torch.zeros(3, dtype={self.dtype})",
+                 f"{pad}{pos} = torch.as_tensor({self.int_expr(1, extra)}).long().reshape(1)"]
+        if r.random() < 0.6:
+            body = [f"{pad}    {buf}.index_copy_(0, {pos}, {value})"]
+        else:
+            body = [f"{pad}    {buf} = {buf} + cuda_only({value})"]
+        handler = [f"{pad}    {buf} = {buf} - {r.randint(1, 5)}"]
+        return lines + [f"{pad}try:"] + body + [f"{pad}except NotImplementedError:"] + handler + \
+            [f"{pad}{var} = {var} + {buf}.sum()"]
+
     def wide_raise_paths(self, pad, indent, depth, in_loop, extra):
         if depth > 0:  # (at the top of the program: not in a `try` of program_gen, whose `finally:` may read it)
             return program_gen.ProgramGenerator.stmt(self, indent, depth, in_loop, extra)
@@ -356,6 +378,8 @@ class WideProgramGenerator(program_gen.ProgramGenerator):
             if source[source.index("def prog("):].count("return (") == 1 and self.rng.random() < 0.5:
                 # a returned object holding the results (graph values while tracing: a new one at each call)
                 source = source.replace("return (x, y, z)", "return Box((x, y, z), z)")
+        if "missing_kernel" in self.features:
+            head += _CUDA_ONLY
         return "\n".join(head) + "\n\n\n" + source
 
 
@@ -366,6 +390,15 @@ _HIDDEN = ["HID = {'n': 0}", "HIDL = [0]", "HOBJ = Obj()", "", "",
            "def push(v):", "    HIDL.append(v)", "", "",
            "def mark(v):", "    HOBJ.n = HOBJ.n + v", "", "",
            "class Box:", "    def __init__(self, v, w):", "        self.v = v", "        self.w = w"]
+
+
+# The missing_kernel construct's op without a CPU kernel (registered once per process: every program that uses
+# it defines it the same way).
+_CUDA_ONLY = ["", "", "if not hasattr(torch.ops.ta_fuzz, 'cuda_only'):",
+              "    @torch.library.custom_op('ta_fuzz::cuda_only', mutates_args=(), device_types='cuda')",
+              "    def _cuda_only(x: torch.Tensor) -> torch.Tensor:", "        return x * 2", "",
+              "    _cuda_only.register_fake(lambda x: torch.empty_like(x))",
+              "cuda_only = torch.ops.ta_fuzz.cuda_only"]
 
 
 def unboxed(result):

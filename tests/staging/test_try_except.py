@@ -204,3 +204,76 @@ def test_else_runs_only_when_the_body_succeeded_at_run_time():
     assert_same_outcomes(with_else_and_finally, [(GOOD,), (BAD,), (GOOD * 3,), (BAD,)])
     assert_matches_eager(with_else_and_finally, GOOD)
     assert_matches_eager(with_else_and_finally, BAD)
+
+
+# ----- `except NotImplementedError`: a missing kernel, decided by the trace's types -----------------------------
+# torch raises NotImplementedError for an op that has no kernel for its arguments' device, dtype or layout
+# (library code falls back on another op then: transformers' static cache around `index_copy_`). Those are part
+# of a trace's signature: where each op of the body runs on zeros of its types, the handler cannot run for any
+# call of the trace, and the body is plain graph ops (so the function exports); where one has no kernel, the
+# handler stays and runs as the graph runs.
+
+@torch.library.custom_op("ta_tests::cuda_only", mutates_args=(), device_types="cuda")
+def cuda_only(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@cuda_only.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def copy_or_fall_back(buf, pos, x):
+    buf = buf.clone()
+    try:
+        buf.index_copy_(0, pos, x)
+    except NotImplementedError:  # the except line
+        buf[pos] = x
+    return buf * 2
+
+
+def kernel_or_fall_back(x):
+    try:
+        y = cuda_only(x)
+    except NotImplementedError:
+        y = x * 3
+    return y + 1
+
+
+def test_an_except_not_implemented_error_whose_body_has_its_kernels_is_no_try_in_the_graph_and_exports():
+    f = ta.function(copy_or_fall_back)
+    args = (torch.zeros(5, 2), torch.tensor([3]), torch.ones(1, 2))
+    assert_matches_eager(copy_or_fall_back, *args, traced=f)
+    assert_matches_eager(copy_or_fall_back, torch.zeros(5, 2), torch.tensor([0]), torch.full((1, 2), 4.0), traced=f)
+    graph = str(f.get_concrete_function(*args).graph)
+    assert "try(" not in graph and "index_copy_" in graph
+    program = ta.export(f, *args)
+    for pos in (0, 4):
+        got = program.module()(torch.zeros(5, 2), torch.tensor([pos]), torch.ones(1, 2))
+        assert torch.equal(got, copy_or_fall_back(torch.zeros(5, 2), torch.tensor([pos]), torch.ones(1, 2)))
+
+
+def test_an_except_not_implemented_error_stays_where_an_op_has_no_kernel_for_the_trace_s_device():
+    x = torch.ones(3)
+    with pytest.raises(NotImplementedError):
+        cuda_only(x)  # (registered for CUDA only: on CPU the dispatcher has no kernel)
+    f = ta.function(kernel_or_fall_back)
+    assert_matches_eager(kernel_or_fall_back, x, traced=f)
+    assert "try(" in str(f.get_concrete_function(x).graph)
+
+
+def test_a_handler_catching_more_than_a_missing_kernel_stays_a_try():
+    # An IndexError depends on the values (an index out of range): the handler may run.
+    def f(buf, pos, x):
+        buf = buf.clone()
+        try:
+            buf.index_copy_(0, pos, x)
+        except (NotImplementedError, IndexError):
+            buf = buf - 1
+        return buf
+
+    g = ta.function(f)
+    args = (torch.zeros(5, 2), torch.tensor([3]), torch.ones(1, 2))
+    assert_matches_eager(f, *args, traced=g)
+    assert_matches_eager(f, torch.zeros(5, 2), torch.tensor([9]), torch.ones(1, 2), traced=g)  # out of range: handler
+    assert "try(" in str(g.get_concrete_function(*args).graph)

@@ -436,6 +436,8 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
         except InaccessibleTensorError:
             continue  # (a graph value of a sub-trace that failed and was traced again: no state of the program)
         at_raise.append((seq, tuple(a), tuple(h), frozenset(_plan_uses((a, h)))))
+    if not any(a or h for _, a, h, _ in at_raise):
+        at_raise = []  # (no object differs from before the call at any of them: a raise has nothing to apply)
     if not on_args and not on_held and not on_results and not at_raise and not planner.n_outputs:
         return None  # (else the graph outputs the planning added must be taken off each call's results)
     checkpoints = watch.checkpoints if at_raise else None

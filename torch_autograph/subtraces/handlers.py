@@ -12,6 +12,9 @@ and the backend runs them as a Python `try` catching the same exception classes:
         graph except0() { %zeros = torch.zeros(2, 2) ... return %zeros }
 
 Every op of the body may raise, so each is kept (`Effect.RAISES`: never pruned, merged or folded).
+Handlers that catch only `NotImplementedError`, torch's error for an op without a kernel for its
+arguments' device, dtype or layout, are no node where each op of the body has its kernel for the trace's
+types (`raises.kernels_exist`): no call of the trace can reach them, and the body stays plain graph ops.
 Numbers computed from values defined before the `try` (sizes) stay before it. A value the body makes
 and that is read after the `try` other than through the variables it assigns (one kept in a Python
 object) does not exist when a handler ran: using it is refused at its line.
@@ -58,7 +61,7 @@ from .branches import (
     where,
 )
 from .cond import SCALAR_DTYPES, _fill_unset, _unset_in
-from .raises import run_or_raise
+from .raises import kernels_exist, run_or_raise
 
 
 class DeadHandlerWarning(UserWarning):
@@ -252,6 +255,9 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
             f"only when the graph runs; catch it without reading it. (An exception the body raises while it is "
             f"traced is still caught.)"), origin)
         return out_vars
+    if all(issubclass(c, NotImplementedError) for cs in catches for c in cs) and \
+            kernels_exist(state.graph.nodes[token.start:]):
+        return out_vars  # (the handlers catch only a missing kernel, and each op of the body has its kernel)
     # 1. Each handler, traced from the state before the body, but for the variables the body rebinds between
     # its ops: those are placeholders, bound as the graph runs to their values at the op that failed.
     at_raise, starts = AtRaise.plan(state, token.seen, token.start, names, inits,

@@ -31,8 +31,8 @@ from typing import Any, Callable
 import torch
 
 from .. import errors, nest
-from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind
-from ..tracing import PACKAGE_DIR, SYMBOLIC, GraphList, Traced, current, is_library_file
+from ..graph import CheckOp, Effect, Node, Op, OpKind, SourceLocation, Value, ValueKind, run_now
+from ..tracing import PACKAGE_DIR, SYMBOLIC, GraphList, Traced, bind_results, current, is_library_file
 from .branches import Branch, where
 
 _NOT_STAGED = (errors.TorchAutographError, errors.OperatorNotAllowedInGraphError, errors.InaccessibleTensorError,
@@ -106,6 +106,33 @@ def rejected_eagerly(e: BaseException) -> tuple[Exception, SourceLocation] | Non
     except Exception:  # noqa: BLE001 - another error on zeros: not the same refusal
         return None
     return None
+
+
+def kernels_exist(nodes: list[Node]) -> bool:
+    """Whether each op of `nodes` has a kernel for its arguments' types: run in order on zeros of the types and
+    shapes of what they read from before them (and on each other's results), none raises NotImplementedError,
+    torch's error for an op without a kernel for a device, dtype or layout. Those are part of the trace's
+    signature, so no call of the trace can raise it there.
+
+    False where that is not shown: a node that draws random numbers, runs Python or holds sub-graphs, a value
+    without a real stand-in (a symbolic shape, a graph list), or any error on zeros."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    env: dict[int, Any] = {}
+    try:
+        with unset_fake_temporarily(), torch._C.DisableTorchFunction():  # real tensors: no fake mode, no trace
+            for node in nodes:
+                if node.subgraphs or node.op.kind is OpKind.CONTROL or \
+                        node.op.effects & (Effect.RANDOM | Effect.RUNS_PYTHON | Effect.UNKNOWN):
+                    return False
+                for v in node.input_values():
+                    if id(v) not in env:
+                        env[id(v)] = _real_value(v)
+                if not bind_results(node.pattern, run_now(node, env), env):
+                    return False
+    except Exception:  # noqa: BLE001 - NotImplementedError, another error on zeros, no stand-in: not shown
+        return False
+    return True
 
 
 class _NoRealValue(Exception):

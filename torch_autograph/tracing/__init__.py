@@ -10,7 +10,7 @@ with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
 from . import lists
 from .arrays import GraphArray, converted, refused
 from .context import Traced, current, outside_trace
-from .decisions import DecisionCheck
+from .decisions import DecisionCheck, bind_results
 from .guards import module_guards
 from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList, element_meta
@@ -26,7 +26,7 @@ from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
 from .traits import traits_of
 
-__all__ = ["Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
+__all__ = ["Augmented", "DecisionCheck", "bind_results", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
            "TensorMeta", "TraceHooks", "TraceState", "Traced", "constant_of", "converted", "current",
            "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",

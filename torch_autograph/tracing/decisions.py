@@ -155,7 +155,7 @@ def _compute(nodes: list[Node] | tuple[Node, ...], value: Value, leaves: dict[in
             result = run_now(node, env)
         except Exception:  # noqa: BLE001 - the graph fails there when it runs, as eager code would
             return None
-        if not _bind(node.pattern, result, env):
+        if not bind_results(node.pattern, result, env):
             return None
     out = env.get(id(value))
     if isinstance(out, (bool, int, float)):
@@ -163,7 +163,7 @@ def _compute(nodes: list[Node] | tuple[Node, ...], value: Value, leaves: dict[in
     return out if isinstance(out, torch.Tensor) else None
 
 
-def _bind(pattern: Any, result: Any, env: dict[int, Any]) -> bool:
+def bind_results(pattern: Any, result: Any, env: dict[int, Any]) -> bool:
     """Bind `result` to the Values of `pattern` (a Value, or nested tuples of Values and None)."""
     if isinstance(pattern, Value):
         env[id(pattern)] = result
@@ -171,7 +171,7 @@ def _bind(pattern: Any, result: Any, env: dict[int, Any]) -> bool:
     if pattern is None:
         return True
     if isinstance(pattern, tuple) and isinstance(result, (tuple, list)) and len(pattern) == len(result):
-        return all(_bind(p, r, env) for p, r in zip(pattern, result))
+        return all(bind_results(p, r, env) for p, r in zip(pattern, result))
     return False
 
 
