@@ -41,11 +41,13 @@ conformance: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
-# torchvision (the bench extra) without its torch pin, so the CPU build of torch stays.
+# torchvision (the bench extra) without its torch pin, so the CPU build of torch stays, in a folder of its own
+# that only the benchmarks see: a torchvision whose C++ ops cannot load on the CPU torch (the CUDA wheel a
+# registry serves) stops transformers' model imports in the test venv (benchmarks/models.py works around it).
+BENCH_SITE := .bench-site
 bench: $(STAMP)
-	$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchvision') is None)" || \
-		$(PY) -m pip install --quiet --no-deps "torchvision"
-	$(PY) benchmarks/run_all.py
+	test -d $(BENCH_SITE)/torchvision || $(PY) -m pip install --quiet --no-deps --target $(BENCH_SITE) "torchvision"
+	PYTHONPATH=$(BENCH_SITE) $(PY) benchmarks/run_all.py
 
 # Optional: TensorFlow's tf.function on the same workloads, from its own venv (about 300 MB).
 bench-tf-setup:
@@ -66,4 +68,4 @@ cpp-demo: $(STAMP)
 		$(CPP_DEMO)/cmake/demo $(CPP_DEMO)/aoti/call_0.pt2 $(CPP_DEMO)/tensors.txt
 
 clean:
-	rm -rf $(VENV) build site *.egg-info
+	rm -rf $(VENV) $(BENCH_SITE) build site *.egg-info

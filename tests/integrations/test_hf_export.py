@@ -56,16 +56,10 @@ def test_a_forward_with_a_mask_saved_runs_in_a_fresh_process(tmp_path):
         f(ids, mask)
         ta.saved_model.save(f, str(tmp_path / "saved"))
         want = model(input_ids=ids, attention_mask=mask).logits
-    torch.save((ids, mask, want), tmp_path / "check.pt")
-    code = (f"import torch, torch_autograph as ta\n"
-            f"ids, mask, want = torch.load({str(tmp_path / 'check.pt')!r})\n"
-            f"loaded = ta.saved_model.load({str(tmp_path / 'saved')!r})\n"
-            f"got = loaded(ids, mask)\n"
-            f"got = got if isinstance(got, torch.Tensor) else got[0]\n"
-            f"torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)\n"
-            f"print('equal')\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and "equal" in run.stdout, run.stderr[-3000:]
+    _equal_in_a_fresh_process(tmp_path, ("ids", "mask", "want"), (ids, mask, want),
+                              "got = loaded(ids, mask)\n"
+                              "got = got if isinstance(got, torch.Tensor) else got[0]\n"
+                              "torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)\n")
 
 
 @pytest.mark.slow  # about 30 s on 2 cores
@@ -75,11 +69,17 @@ def test_a_static_cache_decode_loop_saved_runs_in_a_fresh_process(tmp_path):
     with torch.no_grad():
         f(ids, mask, eoses[0])
         ta.saved_model.save(f, str(tmp_path / "saved"))
-    torch.save((ids, mask, eoses, wants), tmp_path / "check.pt")
+    _equal_in_a_fresh_process(tmp_path, ("ids", "mask", "eoses", "wants"), (ids, mask, eoses, wants),
+                              "assert all(torch.equal(loaded(ids, mask, e), w) for e, w in zip(eoses, wants))\n")
+
+
+def _equal_in_a_fresh_process(tmp_path, names, values, check):
+    """Run `check` in a fresh process, with `loaded` the program saved in tmp_path/saved and `names` bound to
+    `values` (loaded from a file): no model source there."""
+    torch.save(values, tmp_path / "check.pt")
     code = (f"import torch, torch_autograph as ta\n"
-            f"ids, mask, eoses, wants = torch.load({str(tmp_path / 'check.pt')!r})\n"
+            f"{', '.join(names)}, = torch.load({str(tmp_path / 'check.pt')!r})\n"
             f"loaded = ta.saved_model.load({str(tmp_path / 'saved')!r})\n"
-            f"assert all(torch.equal(loaded(ids, mask, e), w) for e, w in zip(eoses, wants))\n"
-            f"print('equal')\n")
+            f"{check}print('equal')\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0 and "equal" in run.stdout, run.stderr[-3000:]

@@ -26,9 +26,9 @@ from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
 from .traits import traits_of
 
-__all__ = ["Augmented", "DecisionCheck", "bind_results", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
+__all__ = ["Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
-           "TensorMeta", "TraceHooks", "TraceState", "Traced", "constant_of", "converted", "current",
+           "TensorMeta", "TraceHooks", "TraceState", "Traced", "bind_results", "constant_of", "converted", "current",
            "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",
            "like_example", "lists", "meta_example", "module_guards", "outside_trace", "promote_number",
            "record_inferred_by", "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",
