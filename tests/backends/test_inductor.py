@@ -683,3 +683,24 @@ def test_auto_compares_frozen_code_with_code_by_reference_and_keeps_the_faster(j
             torch.testing.assert_close(f(x), mlp(x))
         mlp[0].weight.mul_(-1.0)  # frozen or by reference, the update is seen
         torch.testing.assert_close(f(x), mlp(x))
+
+
+def test_an_autotuned_compile_times_its_own_gemms_instead_of_reusing_a_decision_from_the_caches():
+    # freeze_captures=True autotunes its GEMMs: a kernel timed once on a loaded machine and kept in inductor's
+    # caches (its autotuning cache, or the FX graph cache, whose code holds the chosen kernel) would decide every
+    # later compile of the graph, in any process. So each such compile times its choices itself, the second one
+    # of the same graph too, and none is looked up in the FX graph cache (freezing bypasses it; a torch that
+    # cached frozen graphs would need it turned off); a compile by reference is looked up there.
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    for freeze in (True, True, False):
+        counters.clear()
+        f = ta.function(lambda x: lin(x).relu(), jit_compile=True, freeze_captures=freeze)
+        with torch.no_grad():
+            torch.testing.assert_close(f(x), lin(x).relu())
+        stats = dict(counters["inductor"])
+        assert stats.get("select_algorithm_autotune", 0) == (1 if freeze else 0), stats
+        assert stats.get("fxgraph_cache_hit", 0) + stats.get("fxgraph_cache_miss", 0) == (0 if freeze else 1), stats

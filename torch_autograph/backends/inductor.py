@@ -69,6 +69,8 @@ Both caches need what `compile_inputs` provides: example inputs from a fake
 mode with a shape environment inside a TracingContext (else the FX graph
 cache is bypassed), and fx nodes marked as tensors (`example_value`, set by
 `to_fx`; else AOT autograd's cache is bypassed at the first method call).
+Compiles with GEMM autotuning (`freeze_captures=True`, "auto"'s frozen
+variant) take nothing from the caches: each times its kernel choices itself.
 """
 
 from __future__ import annotations
@@ -104,8 +106,13 @@ _FIX = ("ta.config.set_jit_strict(False) runs such a region on the default backe
 MAX_VARIANTS = 8
 # freeze_captures=True: captures folded in as constants, weights pre-packed for inductor's C++ GEMM template.
 # The autotuning reports inductor writes to stderr are turned off (keys unknown to an older torch are skipped).
+# GEMM autotuning decides from timings, so each such compile times its choices itself: with inductor's
+# autotuning cache, a kernel picked once while the machine was loaded decided every later compile in any process
+# (frozen P3j ran at 0.70x eager on mkl kernels picked from that cache, at 0.26x on the C++ template its own
+# timings picked). Freezing already keeps these compiles out of the FX graph cache, which would hold the pick.
 _FROZEN_CONFIG = {"freezing": True, "max_autotune_gemm": True, "max_autotune_gemm_backends": "ATEN,CPP",
-                  "autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False}
+                  "autotune_num_choices_displayed": 0, "max_autotune_report_choices_stats": False,
+                  "autotune_local_cache": False}
 # Freezing by default under jit_compile=True (convolutions on the CPU, `_pays_to_freeze`): without the GEMM
 # autotuning, which took ResNet-18's first call from 8.7 s to 13.9 s for the same per-call time.
 _FROZEN_DEFAULT_CONFIG = {"freezing": True}

@@ -163,7 +163,7 @@ class Function:
                     cf, grad, dtype, shape, device = mono
                     if (type(a) is _Tensor and a.dtype is dtype and a.shape == shape and a.device == device
                             and _is_grad_enabled() is grad and not _any_autocast()
-                            and (not cf.guards or cf.guards_hold())):
+                            and (not cf.guards or cf.guards_hold_outside_autocast())):
                         m = self._monitor
                         m.calls = cf.last_used = m.calls + 1
                         return cf.run(args)
@@ -180,7 +180,7 @@ class Function:
                     entry = cache.fast.get(tuple(key))
                     if entry is not None:
                         cf, positions = entry
-                        if (not cf.guards or cf.guards_hold()) and not _any_autocast():
+                        if not _any_autocast() and (not cf.guards or cf.guards_hold_outside_autocast()):
                             m = self._monitor
                             m.calls = cf.last_used = m.calls + 1
                             return cf.run(args if positions is None else [args[i] for i in positions])
