@@ -176,7 +176,7 @@ def _candidates(w: Workload, rows: list[Row]) -> tuple[dict[str, tuple[Callable,
     want = fn(*args)
     fresh = (lambda: w.make()) if w.stateful else (lambda: (fn, args))
     out: dict[str, tuple[Callable, tuple]] = {"eager": (fn, args)}
-    first: dict[str, float] = {}
+    first: dict[str, Any] = {}  # first-call seconds per candidate, and the "auto" trace
     ours = {"ta.function": {}, "ta.function jit": {"jit_compile": True}}
     if w.auto:
         ours["ta.function auto"] = {"jit_compile": "auto"}
@@ -194,7 +194,7 @@ def _candidates(w: Workload, rows: list[Row]) -> tuple[dict[str, tuple[Callable,
             cf = F.get_concrete_function(*a)
             cf.wait_for_compile(600)
             _check(w, name, F(*a), want, exact=False)
-            first["auto status"] = cf.jit_status
+            first["auto trace"] = cf  # its status read after the timing: the trial on the first calls decides
         out[name] = (F, a)
     ok, why = torch_compile_available()
     if ok:
@@ -237,7 +237,7 @@ def run_workload(w: Workload, settings: Settings) -> list[Row]:
         if name in first:
             note.append(f"first call {first[name]:.1f} s")
         if name == "ta.function auto":
-            note.append(f"status {first['auto status']}")
+            note.append(f"status {first['auto trace'].jit_status}")
         if name == "ta.function jit" and "torch.compile" in res:
             note.append(f"jit / torch.compile {r.ratio / res['torch.compile'].ratio:.2f}x")
         rows.append(Row(w.label, name, r.median_us, r.ratio, t[0] if t else "", t[1](res) if t else None,

@@ -76,16 +76,16 @@ def test_a_compile_in_a_new_process_is_served_by_inductors_caches():
     assert runs[0] == ["0", "0"] and runs[1] == ["1", "1"]
 
 
-def test_auto_freezes_captures_by_default_and_follows_updates(monkeypatch):
+def test_auto_freezes_captures_by_default_and_follows_updates(monkeypatch, trial):
     # jit_compile="auto" folds the weights of a no_grad graph into the compiled code (when it times faster than
     # the default backend); an in-place update or a new storage sends the next call to the default backend.
-    from torch_autograph.backends import inductor, tiering
+    from torch_autograph.backends import inductor
 
     frozen = []
     real = inductor._Runner._compile_frozen
     monkeypatch.setattr(inductor._Runner, "_compile_frozen",
                         lambda self, args, open_dims=False: frozen.append(1) or real(self, args, open_dims))
-    monkeypatch.setattr(tiering.Tiered, "_faster", lambda self, compiled, example: True)
+    trial.keep("frozen")
     old = ta.config.get_jit_threshold()
     ta.config.set_jit_threshold(2)
     try:
@@ -98,6 +98,8 @@ def test_auto_freezes_captures_by_default_and_follows_updates(monkeypatch):
                 f(x)
             cf = f.get_concrete_function(x)
             assert cf.wait_for_compile(300) and frozen == [1]
+            trial.finish(cf, lambda: torch.testing.assert_close(f(x), mlp(x)))
+            assert cf._compiled.kept == "frozen"
             torch.testing.assert_close(f(x), mlp(x))
             mlp[0].weight.mul_(-1.0)
             torch.testing.assert_close(f(x), mlp(x))

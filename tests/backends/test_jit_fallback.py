@@ -270,17 +270,16 @@ def test_a_long_compile_shows_a_progress_line_on_a_terminal_only(monkeypatch, tt
 
 # ----- "auto"'s decision, from controlled timings through the real comparison -------------------------------
 class _Tier:
-    """What `Tiered._faster` and `_Trial.decide` read and write, with timings the test chooses."""
+    """What `_Trial.decide` and `Tiered.report_lines` read and write."""
 
-    def __init__(self, medians=None):
-        self.medians = medians
+    def __init__(self):
         self.default = object()
         self.installed = None
         self._status = "compiled"
-        self.timings = self.trial_timings = None
-
-    def _medians(self, fns, example):
-        return list(self.medians)
+        self.trial_timings = None
+        self.kept = "compiled"
+        self.graph = type("G", (), {"name": "step"})()
+        self.threshold = self.calls = 100
 
     @property
     def status(self):
@@ -290,39 +289,60 @@ class _Tier:
         self.installed = fn
 
 
-@pytest.mark.parametrize("default_s,compiled_s,faster", [(2e-6, 1e-6, True), (1e-6, 2e-6, False),
-                                                         (1e-6, 1e-6, False)])
-def test_auto_times_the_compiled_code_against_the_default_and_keeps_it_only_when_faster(default_s, compiled_s,
-                                                                                        faster):
-    tier = _Tier((default_s, compiled_s))
-    assert tiering.Tiered._faster(tier, object(), ()) is faster
-    assert tier.timings == (default_s, compiled_s)
+def _decided(tier, default_ms, entries_ms):
+    """A trial of the compiled entries `entries_ms` (label: (entry, ms per call)) against the default's ms,
+    decided on those timings."""
+    trial = tiering._Trial(tier, {label: fn for label, (fn, _) in entries_ms.items()})
+    # The first timing of each is dropped (a first call may compile a variant): make it absurd.
+    trial.times = tuple([first] + [ms * 1e-3] * (tiering._Trial.CALLS - 1) for first, ms in
+                        zip([1e-9] + [1.0] * len(entries_ms), [default_ms] + [ms for _, ms in entries_ms.values()]))
+    trial.decide()
+    return trial
 
 
-@pytest.mark.parametrize("default_ms,compiled_ms,keeps", [(10.0, 9.0, True), (10.0, 9.9, False), (9.0, 10.0, False)],
-                         ids=["compiled_10pc_faster", "compiled_1pc_faster_within_margin", "compiled_slower"])
+@pytest.mark.parametrize("default_ms,compiled_ms,keeps", [(10.0, 9.0, True), (10.0, 9.9, False), (9.0, 10.0, False),
+                                                          (1.0, 1.0, False)],
+                         ids=["compiled_10pc_faster", "compiled_1pc_faster_within_margin", "compiled_slower", "equal"])
 def test_the_trial_on_the_callers_calls_keeps_the_compiled_code_only_beyond_the_margin(default_ms, compiled_ms,
                                                                                        keeps):
-    tier = _Tier()
-    compiled = object()
-    trial = tiering._Trial(tier, compiled)
-    # The first timing of each side is dropped (a first call may compile a variant): make it absurd.
-    trial.times = ([1.0] + [default_ms * 1e-3] * 5, [1e-9] + [compiled_ms * 1e-3] * 5)
-    trial.decide()
+    tier, compiled = _Tier(), object()
+    _decided(tier, default_ms, {"compiled": (compiled, compiled_ms)})
     assert tier.installed is (compiled if keeps else tier.default)
     assert tier._status == ("compiled" if keeps else "kept default")
-    assert tier.trial_timings == pytest.approx((default_ms * 1e-3, compiled_ms * 1e-3))
+    assert dict(tier.trial_timings) == pytest.approx({"default": default_ms * 1e-3, "compiled": compiled_ms * 1e-3})
 
 
-def test_explain_says_auto_kept_the_default_when_the_compiled_code_was_slower():
-    tier = _Tier()
-    tier.graph = type("G", (), {"name": "step"})()
-    tier.threshold, tier.calls, tier.timings, tier.trial_timings = 100, 100, (1e-6, 2e-6), None
-    tier._status = "kept default"
+@pytest.mark.parametrize("frozen_ms,by_ref_ms,kept", [(3.0, 6.0, "frozen"), (6.0, 3.0, "by reference"),
+                                                      (9.9, 9.8, "default")])
+def test_the_trial_keeps_the_fastest_of_frozen_and_by_reference_and_the_default(frozen_ms, by_ref_ms, kept):
+    tier, frozen, by_ref = _Tier(), object(), object()
+    _decided(tier, 10.0, {"frozen": (frozen, frozen_ms), "by reference": (by_ref, by_ref_ms)})
+    assert tier.installed is {"frozen": frozen, "by reference": by_ref, "default": tier.default}[kept]
+    assert tier._status == ("kept default" if kept == "default" else "compiled")
     lines = tiering.Tiered.report_lines(tier)
-    assert lines == ["graph step: jit_compile='auto', kept default",
-                     "  timed on a copy of the arguments: default 1.0 us, compiled 2.0 us per call (slower)",
-                     "  the compiled code was not faster than the default backend's: the default runs"]
+    assert lines[1] == (f"  timed on the caller's calls, per call: default 10000.0 us, frozen {frozen_ms * 1e3:.1f} "
+                        f"us, by reference {by_ref_ms * 1e3:.1f} us")
+    assert lines[2] == ("  the compiled code was not 3% faster than the default backend's: the default runs"
+                        if kept == "default" else f"  the {kept} code runs")
+
+
+def test_the_trial_runs_the_compiled_entries_first_then_the_default_in_turn_on_the_callers_arguments():
+    tier = _Tier()
+    ran = []
+    tier.default = lambda x: ran.append(("default", x)) or "d"
+    trial = tiering._Trial(tier, {"frozen": lambda x: ran.append(("frozen", x)) or "f",
+                                  "by reference": lambda x: ran.append(("by reference", x)) or "r"})
+    outs = [trial(i) for i in range(3 * tiering._Trial.CALLS)]
+    assert ran[:4] == [("frozen", 0), ("by reference", 1), ("default", 2), ("frozen", 3)]
+    assert outs[:3] == ["f", "r", "d"] and len(ran) == 3 * tiering._Trial.CALLS
+    assert tier.installed is not None and len(tier.trial_timings) == 3  # decided at the last call of the trial
+
+
+def test_explain_says_auto_kept_the_default_when_no_region_was_worth_compiling():
+    tier = _Tier()
+    tier._status = "kept default"
+    assert tiering.Tiered.report_lines(tier) == ["graph step: jit_compile='auto', kept default",
+                                                 "  no region was worth compiling: the default runs"]
 
 
 def test_inductor_backend_status_is_the_reports():

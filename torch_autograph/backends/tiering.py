@@ -47,27 +47,30 @@ class Tiered(Compiled):
        split at control flow or at staged calls (`regions.split`) runs once on the examples instead,
        compiling the regions they reach (regions reached only by other arguments stay on their Python
        code);
-    2. times the compiled and the default function on the examples (interleaved rounds, medians, under
-       the trace's grad mode) and `install`s the compiled entry only when it is faster (one attribute
-       store: a concurrent call runs one or the other). A graph with side effects (Variable updates,
-       optimizer steps, prints, random ops) is not run on the examples and not timed: the compiled entry
-       is installed. Split, such a graph (a training step: `backward()` and `optimizer.step()` split it)
-       takes its regions' examples from the `threshold`-th call itself, which runs the split code with
-       every region on its Python code (the ops the default runs), each region copying its arguments;
-       the thread compiles the regions from those copies (`_split_and_sample`). A split graph with no
-       region worth compiling keeps the default backend ("kept default").
+    2. `install`s a trial of the compiled entries (one attribute store: a concurrent call runs one or
+       the other; `_Trial`): the caller's next calls run the default and each compiled entry in turn,
+       timed, and keep the fastest, a compiled entry only when it beats the default by `_Trial.MARGIN`.
+       An inference graph with captures has two compiled entries, its captures frozen and read by
+       reference (frozen weights change the GEMM kernels, not always for the better). A graph with side
+       effects (Variable updates, optimizer steps, prints, random ops) is not run on the examples. Split,
+       such a graph (a training step: `backward()` and `optimizer.step()` split it) takes its regions'
+       examples from the `threshold`-th call itself, which runs the split code with every region on its
+       Python code (the ops the default runs), each region copying its arguments; the thread compiles the
+       regions from those copies (`_split_and_sample`). A split graph with no region worth compiling
+       keeps the default backend ("kept default").
+
+    Nothing is timed on the compiling thread. With OpenMP, a second thread running torch ops makes two
+    thread teams share the cores, and libgomp then stops spinning in both: on 2 cores P3j's MLP took
+    557 us a call there against 84 us on the caller's thread, and its frozen code, 2x faster than the
+    default on the caller's thread, timed as fast as the default there (so it was never kept).
 
     No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
     default function for arguments of another layout or requires_grad pattern than the compiled one
     (never compiling again on the call path). `status`: "default" (counting) -> "compiling" ->
-    "compiled" | "kept default" (the compiled code timed slower) | "failed". A compiled entry is on trial
-    for its first calls (`_Trial`): timed against the default on the caller's own calls, it can still give
-    way to the default ("compiled" -> "kept default").
+    "compiled" (on trial, then kept) | "kept default" (no region worth compiling, or the trial found the
+    compiled code no faster) | "failed".
     """
-
-    _ROUNDS = 7  # timing rounds, each `number` calls of either function (about _BATCH_S s of the default's)
-    _BATCH_S = 1e-3
 
     def __init__(self, graph: Graph, default: Callable[..., Any], *, return_tuple: bool, grad: bool,
                  threshold: int, on_fail: _Fallback, freeze: bool = False) -> None:
@@ -80,8 +83,9 @@ class Tiered(Compiled):
         self.grad = grad
         self.threshold = threshold
         self.on_fail = on_fail
-        self.timings: tuple[float, float] | None = None  # (default, compiled) median s per call, once timed
-        self.trial_timings: tuple[float, float] | None = None  # the same on the caller's first calls after
+        # (label, median s per call) of the default and of each compiled entry, on the caller's calls on trial.
+        self.trial_timings: tuple[tuple[str, float], ...] | None = None
+        self.kept = "compiled"  # the label of the compiled entry the trial kept
         self.calls = 0
         self.thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -151,43 +155,45 @@ class Tiered(Compiled):
 
     def _compile_samples(self, fn: Callable[..., Any], runners: list[_Runner], samples: dict) -> None:
         """Compile the regions that sampled their arguments; install the split code if any was compiled."""
-        def job() -> Callable[..., Any] | None:
+        def job() -> dict[str, Callable[..., Any]]:
             for runner, example, autocast in list(samples.values()):
                 with runner.lock, under_autocast(autocast):
                     runner.compile_for(example)
-            return fn if samples else None
+            return {"compiled": fn} if samples else {}
 
         self._settle(job)
 
     def _compile(self, example: list[Any], autocast: tuple | None = None) -> None:
-        def job() -> Callable[..., Any] | None:
+        def job() -> dict[str, Callable[..., Any]]:
             effect, args = side_effect(self.graph), tuple(example)
             with under_autocast(autocast):
                 entry = self._compiled(args, effect, self.freeze)
-                if entry is not None and effect is None and self.freeze:
-                    # Frozen weights change the kernels (pre-packed GEMMs), not always for the better: the code
-                    # that reads them by reference competes too (hand-written LSTM cells: 0.68x eager's time by
-                    # reference, 0.9x frozen).
-                    entry = self._fastest(entry, self._compiled(args, effect, False), args)
-                faster = entry is not None and (effect is not None or self._faster(entry, args))
-            return entry if faster else None
+                if entry is None:
+                    return {}
+                if effect is not None or not self.freeze:
+                    return {"compiled": entry}
+                # Frozen weights change the kernels (pre-packed GEMMs), not always for the better: the code that
+                # reads them by reference competes too (hand-written LSTM cells: 0.68x eager's time by reference,
+                # 0.9x frozen).
+                return {"frozen": entry, "by reference": self._compiled(args, effect, False)}
 
         self._settle(job)
 
-    def _settle(self, job: Callable[[], Callable[..., Any] | None]) -> None:
-        """Run the background compile `job`: its entry goes on trial (confirmed on the caller's thread, on its
-        own arguments); None keeps the default; any failure stays on the default backend and is reported."""
+    def _settle(self, job: Callable[[], dict[str, Callable[..., Any]]]) -> None:
+        """Run the background compile `job`: its entries (by label) go on trial against the default, on the
+        caller's thread and calls; none keeps the default; any failure stays on the default backend and is
+        reported."""
         try:
             try:
-                entry = job()
+                entries = job()
             except Exception as e:  # noqa: BLE001 - any failure: stay on the default backend
                 self._status = "failed"
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
                 return
-            if entry is not None:
-                self.install(_Trial(self, entry))
-            self._status = "compiled" if entry is not None else "kept default"
+            if entries:
+                self.install(_Trial(self, entries))
+            self._status = "compiled" if entries else "kept default"
         finally:
             self.done.set()
 
@@ -215,50 +221,21 @@ class Tiered(Compiled):
         runner.may_compile = False
         return runner.entry()
 
-    def _faster(self, compiled: Callable[..., Any], example: tuple) -> bool:
-        """Whether `compiled` runs `example` faster than the default function (medians of interleaved rounds)."""
-        self.timings = tuple(self._medians((self.default, compiled), example))
-        return self.timings[1] < self.timings[0]
-
-    def _fastest(self, a: Callable[..., Any], b: Callable[..., Any] | None, example: tuple) -> Callable[..., Any]:
-        """Of two compiled entries (`b` may be None), the one that runs `example` faster."""
-        if b is None:
-            return a
-        ta_, tb = self._medians((a, b), example)
-        return a if ta_ <= tb else b
-
-    def _medians(self, fns: tuple[Callable[..., Any], ...], example: tuple) -> list[float]:
-        """Median s per call of each of `fns` on `example`: interleaved rounds of about `_BATCH_S` s each."""
-        with torch.set_grad_enabled(self.grad):
-            for fn in fns[1:]:
-                fn(*example)
-            t0 = time.perf_counter()
-            fns[0](*example)
-            number = max(1, min(1000, int(self._BATCH_S / max(time.perf_counter() - t0, 1e-7))))
-            times: list[list[float]] = [[] for _ in fns]
-            for _ in range(self._ROUNDS):
-                for fn, out in zip(fns, times):
-                    t0 = time.perf_counter()
-                    for _ in range(number):
-                        fn(*example)
-                    out.append((time.perf_counter() - t0) / number)
-        return [statistics.median(t) for t in times]
-
     def report_lines(self) -> list[str]:
         """For `ConcreteFunction.jit_report()`: which code runs and the timings that decided it. A compiled
         variant that timed slower than the default backend is never kept."""
         head = f"graph {self.graph.name}: jit_compile='auto', {self.status}"
         out = [head + (f" (compiles after {self.threshold} calls; {self.calls} so far)"
                        if self.status == "default" else "")]
-        for what, t in (("timed on a copy of the arguments", self.timings), ("timed on the caller's calls",
-                                                                            self.trial_timings)):
-            if t is not None:
-                default, compiled = t
-                verdict = "faster" if compiled < default else "slower"
-                out.append(f"  {what}: default {default * 1e6:.1f} us, compiled {compiled * 1e6:.1f} us per call "
-                           f"({verdict})")
+        if self.trial_timings is not None:
+            out.append("  timed on the caller's calls, per call: " + ", ".join(
+                f"{label} {t * 1e6:.1f} us" for label, t in self.trial_timings))
         if self.status == "kept default":
-            out.append("  the compiled code was not faster than the default backend's: the default runs")
+            out.append(f"  the compiled code was not {1 - _Trial.MARGIN:.0%} faster than the default backend's: the "
+                       "default runs" if self.trial_timings is not None else
+                       "  no region was worth compiling: the default runs")
+        elif self.status == "compiled" and self.trial_timings is not None:
+            out.append(f"  the {self.kept} code runs")
         return out
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -292,41 +269,44 @@ def _examples(args: tuple) -> list[Any]:
 
 
 class _Trial:
-    """The first calls after a compiled entry is installed: they alternate the default and the compiled
-    function on the caller's thread and arguments (`CALLS` each, timed), then keep the faster for good.
+    """The first calls after the compile: they run the default and each compiled entry in turn on the
+    caller's thread and arguments (`CALLS` each, timed), then keep the fastest for good, a compiled entry
+    only when it beats the default by `MARGIN` ("kept default" otherwise).
 
-    The compiling thread's timing competes with the caller for the interpreter and runs on copies of the
-    arguments: it can favour code that is slower where it counts (ResNet-18's inductor code timed faster
-    there and ran 1.5x slower in the caller). The compiled code must also win here, by `MARGIN`, or the
-    default comes back ("kept default").
+    Only these timings decide: the compiling thread's are distorted (OpenMP, see `Tiered`), and its copies
+    of the arguments are not what the caller runs (ResNet-18's inductor code timed faster there and ran
+    1.5x slower in the caller).
     """
 
     CALLS = 6
     MARGIN = 0.97
 
-    def __init__(self, tier: Any, compiled: Callable[..., Any]) -> None:
+    def __init__(self, tier: Any, compiled: dict[str, Callable[..., Any]]) -> None:
         self.tier = tier
-        self.fns = (tier.default, compiled)
-        self.times: tuple[list[float], list[float]] = ([], [])
+        self.labels = ("default", *compiled)
+        self.fns = (tier.default, *compiled.values())
+        self.times: tuple[list[float], ...] = tuple([] for _ in self.fns)
         self.calls = 0
 
     def __call__(self, *args: Any) -> Any:
-        which = (self.calls + 1) % 2  # the compiled function first
+        which = (self.calls + 1) % len(self.fns)  # the compiled entries first
         self.calls += 1
         t0 = time.perf_counter()
         out = self.fns[which](*args)
         self.times[which].append(time.perf_counter() - t0)
-        if self.calls == 2 * self.CALLS:
+        if self.calls == len(self.fns) * self.CALLS:
             self.decide()
         return out
 
     def decide(self) -> None:
-        # The first call of each may still compile a variant or warm caches: each side's first timing is dropped.
-        default, compiled = (statistics.median(t[1:]) for t in self.times)
+        # The first call of each may still compile a variant or warm caches: each one's first timing is dropped.
+        medians = [statistics.median(t[1:]) for t in self.times]
         tier = self.tier
-        tier.trial_timings = (default, compiled)
-        if compiled < default * self.MARGIN:
-            tier.install(self.fns[1])
+        tier.trial_timings = tuple(zip(self.labels, medians))
+        best = min(range(1, len(medians)), key=medians.__getitem__)
+        if medians[best] < medians[0] * self.MARGIN:
+            tier.kept = self.labels[best]
+            tier.install(self.fns[best])
         else:
             tier.install(self.fns[0])
             tier._status = "kept default"

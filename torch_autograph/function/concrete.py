@@ -217,8 +217,9 @@ class ConcreteFunction:
         backend's code), "fell back" (inductor refused a region, which runs on the default backend: one warning
         said why), "not called yet" (compiled at the first call), `jit_report()` per region; or with
         jit_compile="auto" "default" (counting calls on the default backend), "compiling" (inductor, in a
-        background thread), "compiled", "kept default" (compiled, but timed slower than the default backend
-        on a copy of the arguments) or "failed" (stays on the default backend; one warning said why)."""
+        background thread), "compiled", "kept default" (compiled, but not faster than the default backend on the
+        caller's first calls after the compile, or nothing worth compiling) or "failed" (stays on the default
+        backend; one warning said why)."""
         return self._compiled.status
 
     def jit_report(self) -> str:
