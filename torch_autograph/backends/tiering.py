@@ -175,7 +175,8 @@ class Tiered(Compiled):
                 # Frozen weights change the kernels (pre-packed GEMMs), not always for the better: the code that
                 # reads them by reference competes too (hand-written LSTM cells: 0.68x eager's time by reference,
                 # 0.9x frozen).
-                return {"frozen": entry, "by reference": self._compiled(args, effect, False)}
+                by_reference = self._compiled(args, effect, False)
+                return {"frozen": entry} if by_reference is None else {"frozen": entry, "by reference": by_reference}
 
         self._settle(job)
 
@@ -191,9 +192,10 @@ class Tiered(Compiled):
                 why = str(e).strip() or type(e).__name__
                 self.on_fail(why.split("\nFix:")[0])
                 return
+            # The status first: the trial's decision, on the caller's thread, may set it once installed.
+            self._status = "compiled" if entries else "kept default"
             if entries:
                 self.install(_Trial(self, entries))
-            self._status = "compiled" if entries else "kept default"
         finally:
             self.done.set()
 
