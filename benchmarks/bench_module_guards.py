@@ -57,7 +57,7 @@ def _as_before(F, grad):
     exec("def holds():\n    try:\n        return " + " and ".join(tests) +  # noqa: S102 (our code)
          "\n    except KeyError:\n        return False\n", env)
     structure.holds = env["holds"]
-    vars(cf).pop("guards_hold", None)  # (the method: structure.holds(), then the other guards)
+    cf.guards_hold_outside_autocast = cf.guards_hold  # (the method: structure.holds(), then the other guards)
 
 
 def run(settings: Settings) -> list[Row]:

@@ -69,11 +69,10 @@ class ConcreteFunction:
         self.guards = guards + ((effects,) if effects is not None and effects.guard else ()) + \
             ((structure,) if structure is not None else ()) + ((reads,) if reads is not None else ())
         self.last_used = 0
-        # `guards_hold()` for a caller that found no autocast region around the call (the fast call paths).
-        self.guards_hold_outside_autocast = self.guards_hold
-        if structure is not None and self.guards == (structure,) and autocast is None:
-            self.guards_hold = structure.holds_without_autocast  # (the common case: one generated expression)
-            self.guards_hold_outside_autocast = structure.holds
+        # `guards_hold()` for a caller that found no autocast region around the call (the fast call paths): in the
+        # common case, the one generated expression of the module guard.
+        self.guards_hold_outside_autocast = structure.holds if structure is not None and \
+            self.guards == (structure,) and autocast is None else self.guards_hold
         self._compiled = compiled
         self._fn = compiled.fn  # the call path reads this one slot; a tiering backend replaces it
         compiled.subscribe(self._install)

@@ -28,7 +28,6 @@ from typing import Any
 
 import torch
 
-from ..graph import autocast_state
 from .captures import read_through
 
 _CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.ParameterList,
@@ -43,8 +42,6 @@ class ModuleStructure:
     def __init__(self, entries: list[tuple[torch.nn.Module, str, str, Any]],
                  sizes: list[tuple[torch.nn.Module, str, int]]) -> None:
         self.holds = _compile(entries, sizes)
-        # `holds()` and no autocast region around the call (the whole guard of a trace made without one).
-        self.holds_without_autocast = _compile(entries, sizes, no_autocast=True)
         # For the reason only, and weakly: a trace must not keep alive the instance of the method it traced (its
         # Function is held weakly by the instance). The dicts `holds` tests do not refer to their module.
         self._entries = tuple((weakref.ref(m), *rest) for m, *rest in entries)
@@ -83,7 +80,7 @@ class ModuleStructure:
 _MISSING = object()
 
 
-def _compile(entries: tuple, sizes: tuple, no_autocast: bool = False) -> Any:
+def _compile(entries: tuple, sizes: tuple) -> Any:
     """`holds()`: True while every entry holds its object. One expression, run at every call of the graph.
 
     A dict all of whose entries are guarded is compared whole, `d == {k: v, ...}` (one C loop over its keys,
@@ -94,9 +91,6 @@ def _compile(entries: tuple, sizes: tuple, no_autocast: bool = False) -> Any:
     """
     env: dict[str, Any] = {}
     tests = []
-    if no_autocast:
-        env["any_autocast"], env["autocast_state"] = torch._C._is_any_autocast_enabled, autocast_state
-        tests.append("(not any_autocast() or autocast_state() is None)")
     groups: dict[int, list] = {}
     for m, where, key, obj in entries:
         d = vars(m) if where == "" else vars(m)[where]
