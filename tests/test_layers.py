@@ -3,6 +3,7 @@
     errors, config, nest        leaves: import nothing of the package
     autograph/                  the source transformer: errors and config only, and never torch
     graph/                      the IR alone: errors only
+    op_facts                    a torch callable's effects and traits, from torch's schemas: graph
     logs                        the loggers and the stderr lines (reads config)
     tracing/                    graph (and the leaves)
     subtraces/                  control-flow sub-traces: tracing, graph
@@ -38,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(), "config": set(), "nest": set(),
     "autograph": {"errors", "config"},
     "graph": {"errors"},
-    "tracing": {"graph"} | LEAVES,
+    "op_facts": {"graph"},
+    "tracing": {"graph", "op_facts"} | LEAVES,
     "subtraces": {"tracing", "graph"} | LEAVES,
     "interop": {"tracing", "subtraces", "graph"} | LEAVES,
     "logs": {"config"},
@@ -52,7 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     "onnx": {"function", "exporting", "graph"} | LEAVES,
     "cli": {"autograph", "function", "tracing", "graph"} | LEAVES,
     "__main__": {"cli"},
-    "top": {"autograph", "staging", "subtraces", "interop", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
+    "top": {"op_facts", "autograph", "staging", "subtraces", "interop", "function", "tracing", "state", "backends", "graph", "summary", "logs", "exporting",
             "saved_model", "onnx"} | LEAVES,
 }
 
@@ -282,3 +284,62 @@ def test_the_front_door_check_catches_deep_imports_and_unexported_names(tmp_path
         "torch_autograph/tracing/a.py:2: Y not in graph/__init__.py's __all__",
         "torch_autograph/tracing/a.py:3: from torch_autograph.graph.ir (import from torch_autograph.graph)",
     ]
+
+
+# ----- op facts: decided from the callable object, never from its name ------------------------------------
+def _string_sets(tree: ast.AST) -> list[tuple[int, list[str]]]:
+    """(line, strings) of every set/frozenset/tuple/list literal of two or more string constants."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Set, ast.Tuple, ast.List)) and len(node.elts) >= 2 and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            out.append((node.lineno, [e.value for e in node.elts]))
+    return out
+
+
+def _names_of_ops_with_facts(strings: list[str]) -> list[str]:
+    """The strings that name an aten op with a schema fact: it draws random numbers or writes its first argument."""
+    import torch
+
+    found = []
+    for s in strings:
+        packet = getattr(torch.ops.aten, s, None)
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            continue
+        for o in packet.overloads():
+            op = getattr(packet, o)
+            first = op._schema.arguments[0].alias_info if op._schema.arguments else None
+            if torch.Tag.nondeterministic_seeded in op.tags or (first is not None and first.is_write):
+                found.append(s)
+                break
+    return found
+
+
+def name_lists_of_effects(tree: ast.AST) -> list[int]:
+    """Lines of string collections naming three or more ops that draw or write in place: a name list deciding
+    what only the op's schema may say (`_RANDOM = frozenset({"rand", "randn", "bernoulli", ...})`)."""
+    return [line for line, strings in _string_sets(tree) if len(_names_of_ops_with_facts(strings)) >= 3]
+
+
+def facts_asked_by_name(tree: ast.AST) -> list[int]:
+    """Lines where `facts_of`/`traits_of` is given anything but one callable (a name, a kind, a string)."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("facts_of", "traits_of")
+            and (len(node.args) != 1 or node.keywords or isinstance(node.args[0], (ast.Constant, ast.JoinedStr))
+                 or any(isinstance(x, ast.Attribute) and x.attr == "__name__" for x in ast.walk(node.args[0])))]
+
+
+def test_op_facts_are_never_decided_on_a_name():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        bad += [f"{path.relative_to(PACKAGE)}:{line}" for line in name_lists_of_effects(tree) + facts_asked_by_name(tree)]
+    assert bad == []
+
+
+def test_the_op_facts_check_catches_name_lists_and_names_passed():
+    assert name_lists_of_effects(ast.parse('_RANDOM = frozenset({"rand", "randn", "bernoulli", "dropout"})')) == [1]
+    assert name_lists_of_effects(ast.parse('_INPLACE = ("add_", "mul_", "copy_")')) == [1]
+    assert name_lists_of_effects(ast.parse('_READS = frozenset({"size", "dim", "stride"})')) == []
+    assert facts_asked_by_name(ast.parse("t = traits_of(kind, fn, fn.__name__)\nu = traits_of(fn)")) == [1]
+    assert facts_asked_by_name(ast.parse("t = facts_of('add')")) == [1]

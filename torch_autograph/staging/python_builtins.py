@@ -114,7 +114,7 @@ def _over_list(builtin: Callable, lst: GraphList, *rest: Any) -> Any:
     if v.dtype is None:
         return NotImplemented
     meta = ScalarMeta(torch.bool) if builtin in (builtins.any, builtins.all) else element_meta(v)
-    op = Op(OpKind.FUNCTION, builtin, builtin.__name__, traits=traits_of(OpKind.FUNCTION, builtin, builtin.__name__))
+    op = Op(OpKind.FUNCTION, builtin, builtin.__name__, traits=traits_of(builtin))
     return record_with_meta(op, (lst, *rest), {}, meta)
 
 

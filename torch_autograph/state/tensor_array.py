@@ -292,6 +292,6 @@ def _list_meta(arr: TensorArray, value: Any = None, elem_shape: Any = ...) -> An
 def _call(fn: Any, args: tuple, meta: Callable[[], Any], writes: bool = False) -> Any:
     """Run a helper now (eagerly), or record it as a graph node while tracing (`meta()`: its outputs)."""
     effects = Effect.WRITES_FIRST_ARG if writes else Effect.NONE  # writes: the run-time list of the elements
-    op = Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects, traits=traits_of(OpKind.FUNCTION, fn, fn.__name__))
+    op = Op(OpKind.FUNCTION, fn, fn.__name__, effects=effects, traits=traits_of(fn))
     return run_or_record(op, args, {},
                          meta() if current() is not None else None)

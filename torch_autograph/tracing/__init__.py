@@ -7,6 +7,7 @@ with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
 """
 
 # List operations on graph lists, used as a namespace (`lists.append(target, x)`): their names are generic.
+from ..op_facts import traits_of
 from . import lists
 from .arrays import GraphArray, converted, refused
 from .context import Traced, current, outside_trace
@@ -24,7 +25,6 @@ from .retrace import Knowledge, Retrace
 from .symbols import SYMBOLIC, OutputDim, ScalarMeta, constant_of, is_graph_value, is_symbolic, same_dim
 from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
-from .traits import traits_of
 
 __all__ = ["Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",

@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import torch
 
-from ..graph import Effect, Op, OpKind, Value
+from ..graph import Effect, Op, OpKind, Trait, Value
+from ..op_facts import facts_of
 from .meta import TensorMeta, like_example
-from .traits import traits_of
 
 # ----- classification of torch callables ------------------------------------------------
 _DUNDER_OPS = {
@@ -42,12 +42,6 @@ INPLACE_OPERATORS = {
 # Tensor dunders whose functions carry another name (`Tensor.__pow__.__name__ == "pow"`,
 # `Tensor.__rtruediv__` is `__rdiv__`): classified by the operator they implement.
 _DUNDER_ALIASES = {getattr(torch.Tensor, n): n for n in ("__pow__", "__ipow__", "__rtruediv__", "__itruediv__")}
-_RANDOM = frozenset({
-    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
-    "normal", "poisson", "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
-    "gumbel_softmax", "rrelu", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
-    "log_normal_", "random_", "native_dropout", "feature_dropout",
-})
 # Calls on real tensors that read metadata or values: run now, frozen into the trace.
 RUN_NOW = frozenset({
     "dim", "size", "numel", "nelement", "ndimension", "is_floating_point", "is_complex", "element_size", "stride",
@@ -81,23 +75,21 @@ AUTOGRAD_META: dict[Callable, Callable[[tuple, dict], Any]] = {
 BACKWARD_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward})
 
 
-def _effects(name: str, func: Callable) -> Effect:
-    """The effects of a torch callable, from its name (`add_` is in place, `randn` draws) and identity."""
-    effects = Effect.NONE
-    if name in _RANDOM:
-        effects |= Effect.RANDOM
-    if name.endswith("_") and not name.endswith("__"):
-        effects |= Effect.WRITES_FIRST_ARG
+def _effects(func: Callable) -> Effect:
+    """The effects of a torch callable, from its schema or the table of Python-level callables (traits.py)."""
+    effects = facts_of(func).effects
     if func in BACKWARD_CALLS:
         effects |= Effect.UNKNOWN
     return effects
 
 
 def _op(kind: OpKind, target: Any, name: str, effects: Effect = Effect.NONE, func: Any = None,
-        own_name: str | None = None) -> Op:
+        facts_from: Any = None) -> Op:
+    """An `Op` whose outputs have the traits of calling `facts_from` (none when None)."""
     autograd = func in AUTOGRAD_META
+    traits = facts_of(facts_from).traits if facts_from is not None else Trait.NONE
     return Op(kind, target, name, effects=effects, pure=effects is Effect.NONE and not autograd,
-              runs_autograd=autograd, traits=traits_of(kind, target, own_name if own_name is not None else name))
+              runs_autograd=autograd, traits=traits)
 
 
 def classify(func: Callable) -> tuple[Op, Callable, bool]:
@@ -106,8 +98,8 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
     if hit is not None:
         return hit
     if isinstance(func, torch._ops.OpOverload):  # an aten op that reached __torch_dispatch__ (Variable(x): detach)
-        effects = Effect.WRITES_FIRST_ARG if func._schema.is_mutable else Effect.NONE
-        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func, func.__name__), func, False
+        effects = facts_of(func).effects | (Effect.WRITES_FIRST_ARG if func._schema.is_mutable else Effect.NONE)
+        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func, func), func, False
     name = _DUNDER_ALIASES.get(func) or getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
     descriptor = getattr(func, "__self__", None) if name == "__get__" else None  # `x.T` is `Tensor.T.__get__(x)`
@@ -123,19 +115,17 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
         elif core in _DUNDER_OPS:
             fn = _DUNDER_OPS[core]
             effects = Effect.WRITES_FIRST_ARG if core == "setitem" else Effect.NONE
-            result = (_op(OpKind.OPERATOR, fn, core, effects), fn, False)
+            result = (_op(OpKind.OPERATOR, fn, core, effects, facts_from=fn), fn, False)
         elif core.startswith("r") and core[1:] in _DUNDER_OPS:
             fn = _DUNDER_OPS[core[1:]]
-            result = (_op(OpKind.OPERATOR, fn, core[1:]), fn, True)
+            result = (_op(OpKind.OPERATOR, fn, core[1:], facts_from=fn), fn, True)
         else:
-            result = (_op(OpKind.METHOD, name, core, own_name=name), func, False)
+            result = (_op(OpKind.METHOD, name, core, facts_from=func), func, False)
     elif owner in (torch.Tensor, torch._C.TensorBase) or (
             isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)):
-        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(name, func), own_name=name), func,
-                  False)
+        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(func), facts_from=func), func, False)
     else:
-        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(name, func), func, name),
-                  func, False)
+        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(func), func, func), func, False)
     if len(_classify_cache) < _CLASSIFY_CACHE_SIZE:
         try:
             _classify_cache[func] = result

@@ -27,6 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Node, Op, OpKind, Value, ValueKind, autocast_state, iter_leaves
+from ..op_facts import draws_nothing, traits_of
 from . import decisions, numbers, promoted
 from .classify import AUTOGRAD_META, BACKWARD_CALLS, INPLACE_OPERATORS, RUN_NOW, classify
 from .context import Traced, current
@@ -36,7 +37,6 @@ from .meta import DataDependentValue, ListMeta, NeedsValue, TensorMeta
 from .numbers import traced
 from .retrace import Retrace
 from .symbols import SYMBOLIC, ScalarMeta, constant_of, is_symbolic
-from .traits import traits_of
 
 _FunctionType = type(lambda: None)
 _any_autocast = torch._C._is_any_autocast_enabled
@@ -94,7 +94,7 @@ def record_augmented(inplace_method: str, number: Any, other: Any) -> Any:
     fn = INPLACE_OPERATORS[inplace_method]
     inplace = Op(OpKind.METHOD, inplace_method, inplace_method, effects=Effect.WRITES_FIRST_ARG)
     op = Op(OpKind.OPERATOR, fn, inplace_method.rstrip("_"), pure=True, inplace=inplace,
-            traits=traits_of(OpKind.OPERATOR, fn, inplace_method))
+            traits=traits_of(fn))
     return _record(state, op, fn, fn, (number, other), {})
 
 
@@ -108,7 +108,7 @@ _METHOD_OPERATORS = {
     "matmul": operator.matmul, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "eq": operator.eq, "ne": operator.ne, "neg": operator.neg, "abs": abs,
 }
-_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True, traits=traits_of(OpKind.OPERATOR, fn, name))
+_OPERATOR_OPS = {name: Op(OpKind.OPERATOR, fn, name, pure=True, traits=traits_of(fn))
                  for name, fn in _METHOD_OPERATORS.items()}
 
 
@@ -119,22 +119,6 @@ def _as_operator(op: Op, args: tuple, kwargs: dict) -> Op:
     return op
 
 
-# Dropout calls, by name: (input, p, training) positionally for the functional forms and torch.dropout.
-_DROPOUTS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
-                       "feature_dropout"})
-
-
-def _draws_nothing(op: Op, args: tuple, kwargs: dict) -> bool:
-    """A dropout that is the identity: `training=False` or `p=0` given as constants (an eval-mode `nn.Dropout`,
-    `dropout=0.0`). ATen returns the input then without drawing random numbers, so the call is pure: it may join
-    frozen compiled code and be removed when unused."""
-    if op.kind is not OpKind.FUNCTION or op.name not in _DROPOUTS:
-        return False
-    p = kwargs["p"] if "p" in kwargs else args[1] if len(args) > 1 else None
-    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else None))
-    return training is False or (type(p) in (int, float) and p == 0)
-
-
 def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple, kwargs: dict) -> Any:
     op = _as_operator(op, args, kwargs)
     vargs = state.to_value(tuple(args))
@@ -143,7 +127,7 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         op = replace(op, effects=op.effects | Effect.WRITES_OUT, pure=False)
     if vkwargs.get("inplace") is True:  # F.dropout(x, inplace=True), F.relu(x, inplace=True)
         op = replace(op, effects=op.effects | Effect.WRITES_FIRST_ARG, pure=False)
-    if op.effects & Effect.RANDOM and _draws_nothing(op, vargs, vkwargs):
+    if op.effects & Effect.RANDOM and draws_nothing(func, vargs, vkwargs):
         effects = op.effects & ~Effect.RANDOM
         op = replace(op, effects=effects, pure=effects is Effect.NONE and not op.runs_autograd)
     try:

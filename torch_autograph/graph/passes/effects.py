@@ -33,8 +33,9 @@ def returns_fresh(node: Node) -> bool:
         return Trait.FRESH in node.op.traits
     if node.op.kind in (OpKind.FUNCTION, OpKind.METHOD):
         # `F.relu(x, inplace=True)` (an op that writes its first argument) returns `x` itself.
+        # `torch.add(a, b, out=buf)` returns `buf`.
         return Trait.FRESH in node.op.traits and node.kwargs.get("inplace") is not True and \
-            not node.op.effects & Effect.WRITES_FIRST_ARG
+            not node.op.effects & (Effect.WRITES_FIRST_ARG | Effect.WRITES_OUT)
     return False
 
 
