@@ -9,7 +9,7 @@
     subtraces/                  control-flow sub-traces: tracing, graph
     interop/                    torch's libraries while tracing, every torch patch: tracing, subtraces, graph
     backends/                   graph, interop (the data watch of frozen code), logs; never tracing directly
-    state/                      tracing, backends, graph
+    state/                      tracing, interop (the tape's hook in the table), backends, graph
     staging/                    autograph <-> tracing (and subtraces, interop, state)
     exporting/                  graphs as torch.export programs: tracing, state, backends, graph
     function/                   every layer below it (staging's TRACE_HOOKS)
@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "interop": {"tracing", "subtraces", "graph"} | LEAVES,
     "logs": {"config"},
     "backends": {"graph", "interop", "errors", "config", "logs"},
-    "state": {"tracing", "backends", "graph"} | LEAVES,
+    "state": {"tracing", "interop", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "subtraces", "interop", "state", "graph"} | LEAVES,
     "exporting": {"tracing", "state", "backends", "graph", "logs"} | LEAVES,
     "function": {"autograph", "staging", "tracing", "state", "backends", "exporting", "graph", "logs"} | LEAVES,

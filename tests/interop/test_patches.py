@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_autograph as ta
-from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES, table
+from torch_autograph.interop import TAPE_PATCHES, TRACE_PATCHES, WATCH_PATCHES, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,7 +50,7 @@ from torch_autograph.interop import TRACE_PATCHES, WATCH_PATCHES
 changed, targets = [], 0
 for s in (TRACE_PATCHES, WATCH_PATCHES):
     for p in s.patches:
-        for obj, name in p.targets():
+        for obj, name in getattr(p, "targets", list)():
             targets += 1
             if vars(obj).get(name, "<missing>") is not before.get((id(obj), name), "<missing>"):
                 changed.append(f"{obj!r}.{name}")
@@ -188,7 +188,7 @@ def test_torch_compile_after_a_trace_behaves_as_without_the_package(fresh):
 
 def test_the_docs_page_lists_every_patch_of_the_table():
     page = open(os.path.join(ROOT, "docs", "torch-patches.md")).read()
-    for patch_set in (TRACE_PATCHES, WATCH_PATCHES):
+    for patch_set in (TRACE_PATCHES, WATCH_PATCHES, TAPE_PATCHES):
         for p in patch_set.patches:
             row = next((line for line in page.splitlines() if line.startswith(f"| {p.owner} |") and p.why in line),
                        None)
@@ -217,3 +217,72 @@ def test_is_compiling_is_true_in_the_tracing_thread_only():
     ta.function(body)(torch.ones(2))
     assert seen["traced"] == (True, True) and seen["other"] is False and seen["init_scope"] is False
     assert torch.compiler.is_compiling() is False
+
+
+# ----- process-wide registrations: in the table, gone when the last user leaves --------------------------------
+def _process_wide() -> dict:
+    """sys.meta_path and torch's global module and optimizer hooks (each as (key, hook) pairs, by identity)."""
+    from torch.nn.modules import module
+    from torch.optim import optimizer
+
+    def pairs(d):
+        return [(k, id(v)) for k, v in d.items()]
+
+    return {"meta_path": [id(f) for f in sys.meta_path],
+            "module_pre": pairs(module._global_forward_pre_hooks),
+            "module_post": pairs(module._global_forward_hooks),
+            "module_always": sorted(module._global_forward_hooks_always_called),
+            "step_pre": pairs(optimizer._global_optimizer_pre_hooks),
+            "step_post": pairs(optimizer._global_optimizer_post_hooks)}
+
+
+def test_after_a_trace_sys_meta_path_and_torchs_global_hooks_are_as_before():
+    from torch.optim import optimizer
+
+    other = optimizer.register_optimizer_step_pre_hook(lambda *a: None)  # a user's own hook keeps its place
+    try:
+        before, seen = _process_wide(), {}
+
+        def body(x):
+            seen["during"] = _process_wide()
+            return torch.nn.functional.relu(x) + 1
+
+        ta.function(body)(torch.ones(2))
+        assert len(seen["during"]["module_pre"]) == len(before["module_pre"]) + 1
+        assert len(seen["during"]["module_post"]) == len(before["module_post"]) + 1
+        assert seen["during"]["step_pre"][1:] == before["step_pre"]  # ours first, the others in their order
+        assert _process_wide() == before
+        assert not TRACE_PATCHES.active()
+    finally:
+        other.remove()
+
+
+def test_after_a_tape_watching_accessed_variables_torchs_global_hooks_are_as_before():
+    before, lin = _process_wide(), torch.nn.Linear(2, 2)
+    with ta.GradientTape() as tape:
+        assert len(_process_wide()["module_pre"]) == len(before["module_pre"]) + 1
+        y = lin(torch.ones(1, 2)).sum()
+    assert _process_wide() == before and not TAPE_PATCHES.active()
+    assert [tuple(g.shape) for g in tape.gradient(y, list(lin.parameters()))] == [(2, 2), (2,)]
+
+
+_FINDER_IN_A_FRESH_PROCESS = """
+import json, sys, torch
+import torch_autograph as ta
+before = list(sys.meta_path)
+seen = {}
+def body(x):
+    seen["finder"] = any(type(f).__name__ == "_RestoreOnDynamoImport" for f in sys.meta_path)
+    return torch.relu(x) * 2
+ta.function(body)(torch.randn(3))
+print(json.dumps({"during": seen["finder"], "after": sys.meta_path == before,
+                  "dynamo": "torch._dynamo" in sys.modules}))
+"""
+
+
+def test_the_import_finder_is_there_only_while_a_trace_runs():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", _FINDER_IN_A_FRESH_PROCESS], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"during": True, "after": True, "dynamo": False}

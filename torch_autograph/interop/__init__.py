@@ -1,8 +1,9 @@
 """Interop with torch's own libraries while tracing: every torch patch, and what each stages.
 
-- `patches.py`, `torch_patches.py`: the one table of torch attributes the package replaces, and when
-  (`TRACE_PATCHES` while a trace runs, `WATCH_PATCHES` while frozen code is alive); nothing is replaced by
-  importing the package.
+- `patches.py`, `torch_patches.py`: the one table of torch attributes the package replaces and process-wide
+  hooks it registers, and when (`TRACE_PATCHES` while a trace runs, `WATCH_PATCHES` while frozen code is alive,
+  `TAPE_PATCHES` while a GradientTape watches accessed variables); nothing is replaced by importing the package.
+- `module_hooks.py`: torch's global module and optimizer-step hooks, as entries of that table.
 - `training.py`: optimizer, LR-scheduler and GradScaler methods staged as nodes; `grads.py`: `.grad` as a
   graph value (the trace's `read_grad` / `write_grad` / `after_backward` plug-ins).
 - `ddp.py`, `fsdp.py`: DistributedDataParallel's and FSDP2's per-call Python as nodes.
@@ -14,9 +15,9 @@
 
 from . import collectives, grads, rnn_cells
 from .data_watch import Watch
-from .patches import Patch, PatchSet
-from .torch_patches import TRACE_PATCHES, WATCH_PATCHES, table
+from .patches import Hook, Patch, PatchSet
+from .torch_patches import TAPE_PATCHES, TRACE_PATCHES, WATCH_PATCHES, table
 from .training import is_staged, stage_call, stage_trace_time_step
 
-__all__ = ["TRACE_PATCHES", "WATCH_PATCHES", "Patch", "PatchSet", "Watch", "collectives", "grads", "is_staged", "rnn_cells", "stage_call",
+__all__ = ["TAPE_PATCHES", "TRACE_PATCHES", "WATCH_PATCHES", "Hook", "Patch", "PatchSet", "Watch", "collectives", "grads", "is_staged", "rnn_cells", "stage_call",
            "stage_trace_time_step", "table"]

@@ -11,8 +11,8 @@ While `torch._dynamo` is not imported, no dynamo frame evaluation can be
 active, and calling such a reference function directly is exactly what the
 wrapper ends up doing. `defer()` therefore hands each wrapper the function
 itself as its cached "disabled" version (the `__dynamo_disable` attribute
-the wrapper looks up first). A finder on `sys.meta_path` undoes it when
-`torch._dynamo` starts to import (`jit_compile`, `torch.compile`, anything
+the wrapper looks up first). A finder on `sys.meta_path`, there while the
+table is on, undoes it when `torch._dynamo` starts to import (`jit_compile`, `torch.compile`, anything
 else): the attributes are removed before dynamo can run, and every wrapper
 goes back to torch's own behaviour, building its real disabled version on
 its next call. Functions the walk does not reach keep torch's behaviour: a
@@ -27,7 +27,7 @@ import threading
 import types
 from typing import Any
 
-from .patches import Patch
+from .patches import Hook, Patch
 
 _ATTR = "__dynamo_disable"
 _MODULE_PREFIXES = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations",
@@ -46,8 +46,6 @@ class _RestoreOnDynamoImport(importlib.abc.MetaPathFinder):
 
 _lock = threading.Lock()
 _found: list[Any] | None = None  # the wrapped functions, found once: reading torch changes nothing
-_prefilled: list[Any] = []
-_finder: _RestoreOnDynamoImport | None = None
 
 
 def _targets() -> list[tuple[Any, str]]:
@@ -61,30 +59,37 @@ def _targets() -> list[tuple[Any, str]]:
 
 
 def _prefill(fn: Any, name: str, original: Any) -> Any:
-    global _finder
-    with _lock:
-        if _finder is None:
-            _finder = _RestoreOnDynamoImport()
-            sys.meta_path.insert(0, _finder)
     return fn
+
+
+def _install_finder() -> Any:
+    """The finder first on `sys.meta_path` (nothing while torch._dynamo is imported: nothing to undo then)."""
+    if "torch._dynamo" in sys.modules:
+        return None
+    finder = _RestoreOnDynamoImport()
+    sys.meta_path.insert(0, finder)
+    return lambda: _remove_finders(finder)
+
+
+def _remove_finders(only: Any = None) -> None:
+    for finder in [f for f in sys.meta_path if isinstance(f, _RestoreOnDynamoImport) and only in (None, f)]:
+        try:
+            sys.meta_path.remove(finder)
+        except ValueError:  # removed by another thread
+            pass
 
 
 def _stop() -> None:
     """Every pre-filled function back to torch's behaviour now (the patch set's own revert then skips them)."""
-    global _finder
-    with _lock:
-        finder, _finder = _finder, None
-    if finder is not None:
-        try:
-            sys.meta_path.remove(finder)
-        except ValueError:
-            pass
+    _remove_finders()
     for fn in _found or ():
         if fn.__dict__.get(_ATTR) is fn:
             del fn.__dict__[_ATTR]
 
 
 PATCHES = (
+    Hook("sys.meta_path", "a finder that sees torch._dynamo begin to import",
+         "puts torch's own lazy disabling back (the patch below undone) before dynamo can run", _install_finder),
     Patch("the functions torch wraps with torch._disable_dynamo (torch._refs, _prims, _decomp, meta kernels)",
           (_ATTR,),
           "their wrapper imports torch._dynamo (about 1 s) at its first call only to mark them; a trace's shape "

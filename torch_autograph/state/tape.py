@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 import math
-import threading
 import warnings
 import weakref
 from contextlib import contextmanager
@@ -30,8 +29,18 @@ import torch
 
 from .. import nest
 from ..graph import Op, OpKind, Value
-from ..tracing import GraphTensor, TensorMeta, current, like_example, record_with_meta, user_location, warn_at_user_line
-from .variables import ACCESS_WATCHERS, Variable, _TensorLike
+from ..interop import TAPE_PATCHES
+from ..tracing import (
+    ACCESS_WATCHERS,
+    GraphTensor,
+    TensorMeta,
+    current,
+    like_example,
+    record_with_meta,
+    user_location,
+    warn_at_user_line,
+)
+from .variables import Variable, _TensorLike
 
 
 class UnconnectedGradients(enum.Enum):
@@ -43,30 +52,6 @@ class UnconnectedGradients(enum.Enum):
 
 # Tensors this library made require grad (so that they do not count as user-requested leaves).
 _flipped: "weakref.WeakSet[torch.Tensor]" = weakref.WeakSet()
-
-# Parameters of modules that run while a tape records are "accessed" (like Variables): a global
-# module hook, installed only while some tape records with watch_accessed_variables.
-_hook_lock = threading.Lock()
-_hook_users = 0
-_hook_handle = None
-
-
-def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
-    for watcher in ACCESS_WATCHERS.get():
-        if isinstance(watcher, GradientTape):
-            watcher._module_ran(module)
-
-
-def _use_module_hook(delta: int) -> None:
-    global _hook_users, _hook_handle
-    with _hook_lock:
-        _hook_users += delta
-        if _hook_users > 0 and _hook_handle is None:
-            _hook_handle = torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook)
-        elif _hook_users == 0 and _hook_handle is not None:
-            _hook_handle.remove()
-            _hook_handle = None
-
 
 # ----- run-time computations (called directly when eager, by generated code in graphs) -------
 def _differentiable(t: Any) -> bool:
@@ -176,11 +161,11 @@ class GradientTape:
         self._token = ACCESS_WATCHERS.set(ACCESS_WATCHERS.get() + (self,))
         self._recording = True
         if self._watch_accessed:
-            _use_module_hook(+1)
+            TAPE_PATCHES.acquire()  # the parameters of modules that run are accessed
 
     def _stop(self) -> None:
         if self._watch_accessed:
-            _use_module_hook(-1)
+            TAPE_PATCHES.release()
         ACCESS_WATCHERS.set(tuple(w for w in ACCESS_WATCHERS.get() if w is not self))
         self._recording = False
         self._token = None
@@ -212,7 +197,7 @@ class GradientTape:
         if self._watch_accessed and var.trainable and id(var) not in self._variables:
             self._variables[id(var)] = var
 
-    def _module_ran(self, module: torch.nn.Module) -> None:
+    def module_ran(self, module: torch.nn.Module) -> None:
         for p in module.parameters():
             if p.requires_grad and id(p) not in self._variables:
                 self._variables[id(p)] = p

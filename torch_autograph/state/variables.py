@@ -31,11 +31,8 @@ import torch
 from ..backends import compile_graph
 from ..errors import OperatorNotAllowedInGraphError
 from ..graph import Effect, Graph, Op, OpKind, iter_leaves, map_nest
-from ..tracing import GraphTensor, current, is_symbolic, outside_trace, run_or_record, user_location
+from ..tracing import ACCESS_WATCHERS, GraphTensor, current, is_symbolic, outside_trace, run_or_record, user_location
 
-# Tapes (or anything with `_variable_accessed(var)`) that want to hear about Variable reads.
-ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",
-                                                                        default=())
 _creation_ids = itertools.count()
 
 

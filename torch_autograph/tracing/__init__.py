@@ -10,9 +10,9 @@ with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
 from ..op_facts import traits_of
 from . import lists
 from .arrays import GraphArray, converted, refused
-from .context import Traced, current, outside_trace
+from .context import ACCESS_WATCHERS, Traced, current, outside_trace
 from .decisions import DecisionCheck, bind_results
-from .guards import module_guards
+from .guards import module_entered, module_guards, module_left, optimizer_step_while_tracing
 from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList, element_meta
 from .locations import PACKAGE_DIR, is_library_file, user_location
@@ -26,10 +26,10 @@ from .symbols import SYMBOLIC, OutputDim, ScalarMeta, constant_of, is_graph_valu
 from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
 
-__all__ = ["Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
+__all__ = ["ACCESS_WATCHERS", "Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
            "TensorMeta", "TraceHooks", "TraceState", "Traced", "bind_results", "constant_of", "converted", "current",
            "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",
-           "like_example", "lists", "meta_example", "module_guards", "outside_trace", "promote_number",
+           "like_example", "lists", "meta_example", "module_entered", "module_guards", "module_left", "optimizer_step_while_tracing", "outside_trace", "promote_number",
            "record_inferred_by", "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",
            "tracing", "traits_of", "user_location", "warn_at_user_line"]

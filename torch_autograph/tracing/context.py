@@ -15,6 +15,12 @@ TraceState = Any  # trace.TraceState: it imports (through its imports) this modu
 _current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
 
 
+# GradientTapes (anything with `_variable_accessed(var)`, and `module_ran(module)` to hear of modules that ran)
+# that want to hear about Variable reads in this thread.
+ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_autograph_access_watchers",
+                                                                        default=())
+
+
 def current() -> "TraceState | None":
     """The trace being recorded in this thread, if any."""
     return _current.get()

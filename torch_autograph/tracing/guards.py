@@ -1,7 +1,7 @@
 """What a trace depends on besides its arguments, and what must not happen while tracing.
 
-- Module modes: a global forward pre-hook, installed only while some thread
-  traces, records which modules ran (and, with a forward hook, which module
+- Module modes: a global forward pre-hook (`module_entered`, registered by
+  the trace patch table while some thread traces), records which modules ran (and, with a forward hook, which module
   each node is recorded in: `Node.scope`); their `train()`/`eval()` flags at the
   entry of the call guard the trace (checked at every call). A function that
   sets a mode itself (`model.train()` in converted code, staged by
@@ -10,7 +10,7 @@
   guarded by the flags the modules had before the change (one trace per
   distinct entry state, however often two functions switch the mode back and
   forth), and the flags are restored when the trace ends.
-- Optimizer steps: a global step pre-hook refuses an optimizer step taken at
+- Optimizer steps: a global step pre-hook (`optimizer_step_while_tracing`) refuses an optimizer step taken at
   trace time, which would update parameters once, with stale gradients.
 - Collectives that would run at trace time are refused by interop/'s patches
   (interop/collectives.py), which the trace's `TraceHooks` install.
@@ -18,19 +18,17 @@
 
 from __future__ import annotations
 
-import threading
 import weakref
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
-from torch.optim.optimizer import _global_optimizer_pre_hooks, register_optimizer_step_pre_hook
 
 from .context import current
 from .locations import user_location
 
 
-def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
+def module_entered(module: torch.nn.Module, inputs: Any) -> None:
+    """torch's global forward pre-hook while tracing: the module runs in the current trace."""
     state = current()
     if state is not None:
         state.root.modules[id(module)] = module
@@ -39,7 +37,7 @@ def _module_pre_hook(module: torch.nn.Module, inputs: Any) -> None:
         stack.append((module, _module_path(stack[-1] if stack else None, module)))
 
 
-def _module_post_hook(module: torch.nn.Module, inputs: Any, output: Any) -> None:
+def module_left(module: torch.nn.Module, inputs: Any, output: Any) -> None:
     """Leave the module (registered with always_call: also when its forward raised)."""
     state = current()
     if state is not None:
@@ -61,7 +59,7 @@ def _module_path(parent: tuple[torch.nn.Module, str] | None, module: torch.nn.Mo
     return type(module).__name__
 
 
-def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> Any:
+def optimizer_step_while_tracing(optimizer: Any, args: Any, kwargs: Any) -> Any:
     """An optimizer step while tracing would update parameters once, now, with stale gradients: the trace's
     `TraceHooks.trace_time_step` stages it where it can; otherwise refuse it."""
     state = current()
@@ -78,39 +76,6 @@ def _optimizer_step_pre_hook(optimizer: Any, args: Any, kwargs: Any) -> Any:
             f"optimizer.step() to run when the graph runs, or call ta.py_function(optimizer.step, [], Tout=None) instead.")
 
 
-class _Hooks:
-    """The global hooks, installed while at least one thread traces (they slow every module call)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._handles: tuple = ()
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        with self._lock:
-            self._users += 1
-            if self._users == 1:
-                step_hook = register_optimizer_step_pre_hook(_optimizer_step_pre_hook)
-                # First among the global step hooks: others would run at trace time before it could refuse.
-                if hasattr(_global_optimizer_pre_hooks, "move_to_end"):
-                    _global_optimizer_pre_hooks.move_to_end(step_hook.id, last=False)
-                self._handles = (torch.nn.modules.module.register_module_forward_pre_hook(_module_pre_hook),
-                                 torch.nn.modules.module.register_module_forward_hook(_module_post_hook,
-                                                                                      always_call=True),
-                                 step_hook)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._users -= 1
-                if self._users == 0:
-                    for h in self._handles:
-                        h.remove()
-                    self._handles = ()
-
-
-trace_hooks = _Hooks()
 
 
 # torch modules whose forward never reads `self.training`: their mode cannot change a trace,

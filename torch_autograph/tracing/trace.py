@@ -21,7 +21,7 @@ import torch
 from ..errors import InaccessibleTensorError
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from .context import Traced, activate, current
-from .guards import ModuleModes, trace_hooks
+from .guards import ModuleModes
 from .hooks import NO_HOOKS, TraceHooks
 from .lists import GraphList
 from .locations import user_location
@@ -357,7 +357,6 @@ def tracing(graph: Graph, hooks: TraceHooks = NO_HOOKS) -> Iterator[TraceState]:
         with ExitStack() as stack:
             for around in hooks.around_trace:
                 stack.enter_context(around())
-            stack.enter_context(trace_hooks.installed())
             stack.enter_context(activate(state))
             stack.enter_context(TracingMode())
             yield state
