@@ -1,7 +1,8 @@
 """The package's layering, enforced literally (ARCHITECTURE.md): which layer imports which, no cycles, small modules.
 
-    errors, config, nest        leaves: import nothing of the package
-    autograph/                  the source transformer: errors and config only, and never torch
+    errors, config, nest,       leaves: import nothing of the package
+    naming
+    autograph/                  the source transformer: errors, config and naming only, and never torch
     graph/                      the IR alone: errors only
     op_facts                    a torch callable's effects and traits, from torch's schemas: graph
     logs                        the loggers and the stderr lines (reads config)
@@ -34,17 +35,17 @@ import pytest
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "torch_autograph"
 MAX_LINES = 600
 
-LEAVES = {"errors", "config", "nest"}
+LEAVES = {"errors", "config", "nest", "naming"}
 ALLOWED: dict[str, set[str]] = {
-    "errors": set(), "config": set(), "nest": set(),
-    "autograph": {"errors", "config"},
+    "errors": set(), "config": set(), "nest": set(), "naming": set(),
+    "autograph": {"errors", "config", "naming"},
     "graph": {"errors"},
     "op_facts": {"graph"},
     "tracing": {"graph", "op_facts"} | LEAVES,
     "subtraces": {"tracing", "graph"} | LEAVES,
     "interop": {"tracing", "subtraces", "graph"} | LEAVES,
     "logs": {"config"},
-    "backends": {"graph", "interop", "errors", "config", "logs"},
+    "backends": {"graph", "interop", "errors", "config", "logs", "naming"},
     "state": {"tracing", "interop", "backends", "graph"} | LEAVES,
     "staging": {"autograph", "tracing", "subtraces", "interop", "state", "graph"} | LEAVES,
     "exporting": {"tracing", "state", "backends", "graph", "logs"} | LEAVES,

@@ -92,6 +92,12 @@ class GraphLoweringError(TorchAutographError):
     """
 
 
+class GraphInvariantError(TorchAutographError, AssertionError):
+    """A graph broke an invariant every pass and backend relies on (a value used before it is defined, two values
+    of one name, a capture that is no tensor): a bug in torch_autograph. Raised by `Graph.verify`, also under
+    `python -O`; an `AssertionError` too, as the checks it replaces were."""
+
+
 class GraphvizNotFoundError(TorchAutographError, FileNotFoundError):
     """Rendering a graph picture (`Graph.render`, the CLI's `graph --svg`) needs Graphviz's `dot` program.
 

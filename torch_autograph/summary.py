@@ -27,6 +27,7 @@ from typing import Any
 
 from .function import BoundFunction, ConcreteFunction, Function, user_facing
 from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
+from .naming import Namer
 
 
 @user_facing
@@ -94,6 +95,7 @@ class _GraphDefWriter:
         self.prefix = prefix
         self.source: dict[int, str] = {}  # id(Value) -> "node" or "node:k" (TensorFlow's way to name an output)
         self.taken: set[str] = set()
+        self.namer = Namer(self.taken)  # shares `taken`: names written directly count too
 
     def write(self, graph: Graph) -> None:
         for v in graph.inputs:
@@ -103,12 +105,7 @@ class _GraphDefWriter:
         self.nodes(self.prefix, graph.nodes)
 
     def unique(self, name: str) -> str:
-        base, k = name, 0
-        while name in self.taken:
-            k += 1
-            name = f"{base}_{k}"
-        self.taken.add(name)
-        return name
+        return self.namer.new_symbol(name)
 
     def add(self, name: str, op: str, inputs: list[str], values: tuple[Value, ...], node: Node | None,
             extra: dict[str, str] | None = None) -> None:

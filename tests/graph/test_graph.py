@@ -1,11 +1,16 @@
 """The graph IR: printing (golden), get_operations, verify, python_source."""
 
 import operator
+import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import torch_autograph as ta
+from torch_autograph.errors import GraphInvariantError
 from torch_autograph.graph import Graph, Node, Op, OpKind, Value
 
 
@@ -76,7 +81,7 @@ def test_verify_catches_use_before_define():
     g.nodes.append(Node(Op(OpKind.OPERATOR, operator.add, "add"), (x, z), {}, (y,), pattern=y))
     g.nodes.append(Node(Op(OpKind.FUNCTION, torch.sin, "sin"), (x,), {}, (z,), pattern=z))
     g.outputs = [y]
-    with pytest.raises(AssertionError, match=r"bug in torch_autograph: %z used by add before it is defined"):
+    with pytest.raises(GraphInvariantError, match=r"bug in torch_autograph: %z used by add before it is defined"):
         g.verify()
 
 
@@ -87,7 +92,7 @@ def test_verify_catches_duplicate_names():
     g.inputs.append(x)
     g.nodes.append(Node(Op(OpKind.FUNCTION, torch.sin, "sin"), (x,), {}, (other_x,), pattern=other_x))
     g.outputs = [other_x]
-    with pytest.raises(AssertionError, match=r"duplicate value name %x in graph dup"):
+    with pytest.raises(GraphInvariantError, match=r"duplicate value name %x in graph dup"):
         g.verify()
 
 
@@ -95,7 +100,7 @@ def test_verify_catches_undefined_output():
     g = Graph("out")
     g.inputs.append(_value("x"))
     g.outputs = [_value("ghost")]
-    with pytest.raises(AssertionError, match=r"output %ghost is not defined"):
+    with pytest.raises(GraphInvariantError, match=r"output %ghost is not defined"):
         g.verify()
 
 
@@ -119,3 +124,18 @@ def test_value_type_strings():
     assert _value("a", (None, 4)).type_str() == "float32[None, 4] cpu"
     assert Value("b", torch.int64, None, torch.device("cpu")).type_str() == "int64[?] cpu"
     assert repr(_value("c")) == "%c"
+
+
+def test_verify_checks_under_python_dash_O_too():
+    """The invariants are errors, not `assert`s, which `python -O` removes."""
+    code = ("import operator, torch\n"
+            "from torch_autograph.graph import Graph, Node, Op, OpKind, Value\n"
+            "v = lambda n: Value(n, torch.float32, (2,), torch.device('cpu'))\n"
+            "g = Graph('broken'); x, y, z = v('x'), v('y'), v('z'); g.inputs.append(x)\n"
+            "g.nodes.append(Node(Op(OpKind.OPERATOR, operator.add, 'add'), (x, z), {}, (y,), pattern=y))\n"
+            "g.outputs = [y]\n"
+            "try:\n    g.verify()\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[2])))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("GraphInvariantError bug in torch_autograph: %z used by add before it is defined")

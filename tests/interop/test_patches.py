@@ -129,10 +129,10 @@ def test_tensor_data_after_frozen_code_is_collected_is_torchs_own():
     base = vars(torch._C.TensorBase)["data"]
     assert "data" not in vars(torch.Tensor) or vars(torch.Tensor)["data"] is not base
     before = vars(torch.Tensor).get("data")
-    from torch_autograph.interop import Watch
+    from torch_autograph.interop import FrozenDataWatch
 
     w = torch.ones(3)
-    watch = Watch([w])
+    watch = FrozenDataWatch([w])
     assert WATCH_PATCHES.active() and vars(torch.Tensor)["data"] is not before
     w.data.mul_(2)
     assert w._version > 0  # seen while watched
@@ -145,12 +145,12 @@ def test_tensor_data_after_frozen_code_is_collected_is_torchs_own():
 
 
 def test_the_watch_switch_leaves_torch_alone():
-    from torch_autograph.interop import Watch
+    from torch_autograph.interop import FrozenDataWatch
 
     before = vars(torch.Tensor).get("data")
     ta.config.set_watch_frozen_data(False)
     try:
-        watch = Watch([torch.ones(2)])
+        watch = FrozenDataWatch([torch.ones(2)])
         assert not WATCH_PATCHES.active() and vars(torch.Tensor).get("data") is before
         watch.close()
     finally:

@@ -53,6 +53,7 @@ from ..graph import (
     unique_values,
     walk_nodes,
 )
+from ..naming import Namer, identifier
 
 
 def to_fx(graph: Graph) -> fx.GraphModule:
@@ -254,10 +255,6 @@ def lowering_error(node: Node, why: str, fix: str, to: str = "torch.fx") -> Grap
 
 
 def _fresh_attr(root: torch.nn.Module, base: str) -> str:
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
-    name, i = base, 1
-    while hasattr(root, name):
-        name, i = f"{base}_{i}", i + 1
-    return name
+    return Namer(clashes=lambda name: hasattr(root, name)).new_symbol(identifier(base))
 
 

@@ -88,7 +88,7 @@ import torch
 from ..config import jit_strict, watch_frozen_data
 from ..errors import GraphLoweringError
 from ..graph import Graph, Node, Trait, Value, autocast_state, walk_nodes
-from ..interop import Watch
+from ..interop import FrozenDataWatch
 from ..logs import SLOW_COMPILE_S, ProgressLine, echo, jit_logger
 from . import regions, torch_codegen
 from .compile_inputs import Layouts, compile_in_context
@@ -435,7 +435,7 @@ class _Runner:
         backend)."""
         caps = [t for _, t in self.graph.captures]
         # Read before compiling: an update during a (background) compile counts as a change.
-        versions, ptrs, watch = sum(map(_version, caps)), list(map(_data_ptr, caps)), Watch(caps)
+        versions, ptrs, watch = sum(map(_version, caps)), list(map(_data_ptr, caps)), FrozenDataWatch(caps)
         try:
             frozen = self._compile_by_reference(args, self.freeze_config, open_dims)
         except GraphLoweringError:  # freezing is an optimisation: the by-reference compile decides

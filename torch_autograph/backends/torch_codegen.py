@@ -48,6 +48,7 @@ from ..graph import (
     under_autocast,
     walk_nodes,
 )
+from ..naming import Namer
 from .compiled import Compiled, CompileOptions
 
 _counter = itertools.count()
@@ -262,7 +263,7 @@ def _with_tensor_constants(w: CodeWriter, node: Node) -> Node:
     if name is None:
         base = "_c" + repr(const).replace("-", "m").replace(".", "_").replace("+", "p")
         base = base if base.isidentifier() else f"_c{len(w.constants)}"
-        name = base if base not in w.globals else f"{base}_{len(w.constants)}"
+        name = Namer(clashes=w.globals.__contains__).new_symbol(base)
         w.constants[key] = name
         w.globals[name] = torch.tensor(const, dtype=tensor.dtype, device=tensor.device)
     args = (a, _Literal(name)) if tensor is a else (_Literal(name), b)

@@ -219,20 +219,27 @@ def rebuild_call(signature: inspect.Signature, values: dict[str, Any]) -> tuple[
     """(args, kwargs) calling the function with `values` as a user would: the parameters without a default
     by position, those with one by keyword (unless a `*args` after them needs them by position). A decorator
     that reads the call's keywords (transformers' `merge_with_config_defaults`) sees what eager calls give it."""
+    return call_arguments(signature, values, defaults_by_keyword=True)
+
+
+def call_arguments(signature: inspect.Signature, values: dict[str, Any],
+                   defaults_by_keyword: bool = False) -> tuple[list, dict]:
+    """(args, kwargs) that bind to `values` (a value per parameter name): positional parameters by position,
+    `*args` spread, keyword-only ones and `**kwargs` by keyword (`defaults_by_keyword`: a positional parameter
+    with a default by keyword too, unless a `*args` needs it by position)."""
     args: list = []
     kwargs: dict = {}
     params = signature.parameters.values()
-    has_star = any(p.kind is p.VAR_POSITIONAL for p in params)
+    by_keyword = defaults_by_keyword and not any(p.kind is p.VAR_POSITIONAL for p in params)
     for p in params:
         v = values[p.name]
-        if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty and not has_star:
-            kwargs[p.name] = v
-        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            args.append(v)
-        elif p.kind is p.VAR_POSITIONAL:
+        if p.kind is p.VAR_POSITIONAL:
             args.extend(v)
-        elif p.kind is p.KEYWORD_ONLY:
+        elif p.kind is p.VAR_KEYWORD:
+            kwargs.update(v)
+        elif p.kind is p.KEYWORD_ONLY or (by_keyword and p.kind is p.POSITIONAL_OR_KEYWORD
+                                          and p.default is not p.empty):
             kwargs[p.name] = v
         else:
-            kwargs.update(v)
+            args.append(v)
     return args, kwargs

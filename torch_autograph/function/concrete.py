@@ -17,7 +17,7 @@ from ..graph import Graph, TensorSpec, Value, autocast_state
 from ..state import ModuleStructure, StateEffects, StateReads, apply_at_raise
 from ..tracing import GraphTensor
 from . import signatures as sig
-from .arguments import bind_arguments, collect_inputs
+from .arguments import bind_arguments, call_arguments, collect_inputs
 from .signatures import Literal, Structure
 from .tracebacks import strip_internal_frames, user_facing
 
@@ -300,17 +300,8 @@ class ConcreteFunction:
 
     @property
     def structured_input_signature(self) -> tuple[tuple, dict]:
-        args, kwargs = [], {}
-        for p in self._signature.parameters.values():
-            t = public_type(self.arg_types[p.name])
-            if p.kind is p.KEYWORD_ONLY:
-                kwargs[p.name] = t
-            elif p.kind is p.VAR_POSITIONAL:
-                args.extend(t)
-            elif p.kind is p.VAR_KEYWORD:
-                kwargs.update(t)
-            else:
-                args.append(t)
+        args, kwargs = call_arguments(self._signature, {name: public_type(self.arg_types[name])
+                                                        for name in self._signature.parameters})
         return tuple(args), kwargs
 
     @property

@@ -20,6 +20,7 @@ from typing import Any
 from .. import nest
 from ..errors import GraphLoweringError
 from ..graph import Value
+from .arguments import call_arguments
 from .signatures import Identity, Literal, Structure, TensorSpec
 
 
@@ -104,22 +105,11 @@ def structured_interface(cf: Any, bound: dict[str, Any] | None) -> Any:
             parameters=[inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *params])
         module.__class__ = type(type(module).__name__, (type(module),), {"forward": forward,
                                                                        "__module__": type(module).__module__})
-        args, kwargs = [], {}
         shapes = iter(dims) if dims is not None else None
-        dyn: dict[str, Any] = {}
-        for p in params:
-            v = values[p.name]
-            if shapes is not None:
-                dyn[p.name] = _dims_like(types[p.name], v, shapes)
-            if p.kind is p.VAR_POSITIONAL:
-                args.extend(v)
-            elif p.kind is p.VAR_KEYWORD:
-                kwargs.update(v)
-            elif p.kind is p.KEYWORD_ONLY:
-                kwargs[p.name] = v
-            else:
-                args.append(v)
-        return module, tuple(args), kwargs, (dyn if shapes is not None else None)
+        dyn = {p.name: _dims_like(types[p.name], values[p.name], shapes) for p in params} if shapes is not None \
+            else None
+        args, kwargs = call_arguments(reduced, values)
+        return module, tuple(args), kwargs, dyn
 
     return interface
 

@@ -167,17 +167,9 @@ class Function:
                         m = self._monitor
                         m.calls = cf.last_used = m.calls + 1
                         return cf.run(args)
-                key: list = [_is_grad_enabled()]
-                for a in args:
-                    t = type(a)
-                    if t is _Tensor:
-                        key.append((a.dtype, a.shape, a.device))
-                    elif t in _LITERALS:
-                        key.append((t, a))
-                    else:
-                        break
-                else:
-                    entry = cache.fast.get(tuple(key))
+                key = _fast_key(args)
+                if key is not None:
+                    entry = cache.fast.get(key)
                     if entry is not None:
                         cf, positions = entry
                         if not _any_autocast() and (not cf.guards or cf.guards_hold_outside_autocast()):

@@ -28,10 +28,10 @@ from ..staging import TRACE_HOOKS, map_origin
 from ..state import (
     Checkpoints,
     ModuleStructure,
+    ObjectWatch,
     ReadPlan,
     StateEffects,
     Variable,
-    Watch,
     creation_rules,
     module_structure,
     plan_effects,
@@ -118,7 +118,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
-    watch = Watch()
+    watch = ObjectWatch()
     watch.checkpoints = Checkpoints(watch)
     for obj in source[1:]:
         watch.hold(obj)
@@ -164,7 +164,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
     return graph, result, guards, state, effects, structure, reads
 
 
-def _watch_argument(watch: Watch, t: Any, value: Any, path: tuple) -> None:
+def _watch_argument(watch: ObjectWatch, t: Any, value: Any, path: tuple) -> None:
     """Follow the dicts and lists the placeholders of one argument were built into, and its held objects."""
     if isinstance(t, Structure) and type(value) in (list, dict):
         watch.argument(value, path)

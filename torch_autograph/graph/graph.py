@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
+from ..errors import GraphInvariantError
 from . import dot
 from .ops import Op
 from .printing import format_graph
@@ -81,6 +82,12 @@ class Node:
         yield from iter_values((self.args, self.kwargs))
 
 
+def _check(holds: bool, message: Callable[[], str]) -> None:
+    """A graph invariant: an error (not an `assert`, which `python -O` removes) when it does not hold."""
+    if not holds:
+        raise GraphInvariantError(f"bug in torch_autograph: {message()}")
+
+
 @dataclass(eq=False)
 class Graph:
     """A traced function: inputs, captures, nodes in program order, outputs.
@@ -123,33 +130,32 @@ class Graph:
         """Check the invariants every pass and backend relies on.
 
         Raises:
-            AssertionError: (a bug in torch_autograph) naming the broken invariant.
+            GraphInvariantError: (a bug in torch_autograph) naming the broken invariant.
         """
         defined: set[int] = set()
         names: set[str] = set()
 
         def define(v: Value, where: str) -> None:
-            assert isinstance(v, Value), f"bug in torch_autograph: {where} defines a non-Value {v!r}"
-            assert v.name.isidentifier(), f"bug in torch_autograph: value name {v.name!r} is not an identifier"
-            assert v.name not in names, f"bug in torch_autograph: duplicate value name %{v.name} in graph {self.name}"
+            _check(isinstance(v, Value), lambda: f"{where} defines a non-Value {v!r}")
+            _check(v.name.isidentifier(), lambda: f"value name {v.name!r} is not an identifier")
+            _check(v.name not in names, lambda: f"duplicate value name %{v.name} in graph {self.name}")
             names.add(v.name)
             defined.add(id(v))
 
         for v in self.inputs:
             define(v, "input")
         for v, t in self.captures:
-            assert isinstance(t, torch.Tensor), f"bug in torch_autograph: capture %{v.name} is not a tensor"
+            _check(isinstance(t, torch.Tensor), lambda: f"capture %{v.name} is not a tensor")
             define(v, "capture")
         for node in self.nodes:
             for v in node.input_values():
-                assert id(v) in defined, (
-                    f"bug in torch_autograph: %{v.name} used by {node.op.name} before it is defined\n{self}")
+                _check(id(v) in defined, lambda: f"%{v.name} used by {node.op.name} before it is defined\n{self}")
             for sub in node.subgraphs:
                 sub.verify()
             for v in node.outputs:
                 define(v, node.op.name)
         for v in iter_values(self.outputs):
-            assert id(v) in defined, f"bug in torch_autograph: output %{v.name} is not defined\n{self}"
+            _check(id(v) in defined, lambda: f"output %{v.name} is not defined\n{self}")
 
     def __str__(self) -> str:
         return "\n".join(format_graph(self))

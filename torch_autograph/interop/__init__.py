@@ -14,10 +14,10 @@
 """
 
 from . import collectives, grads, rnn_cells
-from .data_watch import Watch
+from .data_watch import FrozenDataWatch
 from .patches import Hook, Patch, PatchSet
 from .torch_patches import TAPE_PATCHES, TRACE_PATCHES, WATCH_PATCHES, table
 from .training import is_staged, stage_call, stage_trace_time_step
 
-__all__ = ["TAPE_PATCHES", "TRACE_PATCHES", "WATCH_PATCHES", "Hook", "Patch", "PatchSet", "Watch", "collectives", "grads", "is_staged", "rnn_cells", "stage_call",
+__all__ = ["TAPE_PATCHES", "TRACE_PATCHES", "WATCH_PATCHES", "Hook", "Patch", "PatchSet", "FrozenDataWatch", "collectives", "grads", "is_staged", "rnn_cells", "stage_call",
            "stage_trace_time_step", "table"]

@@ -2,7 +2,7 @@
 
 Frozen code checks its captures' version counters and data pointers at every
 call. Three ways to write a tensor move neither, and this module makes each
-visible while frozen code is alive (`Watch`):
+visible while frozen code is alive (`FrozenDataWatch`):
 
 - `t.data` is an alias of `t` with a version counter of its own: a write through
   it (`p.data.mul_(2)`, `p.data.copy_(ema)`, an old-style optimizer) leaves
@@ -16,7 +16,7 @@ visible while frozen code is alive (`Watch`):
   uses, they set `touched`: the frozen code is compiled again by reference
   (a read counts as a write: what the caller does with the array is not known).
 
-    watch = Watch(captures)      # before compiling: a use during the compile counts
+    watch = FrozenDataWatch(captures)      # before compiling: a use during the compile counts
 
 The one difference a caller can meet: a write through a watched tensor's
 `.data` between a forward pass that saved the tensor and its backward makes
@@ -25,8 +25,8 @@ the new values in the gradient. Reads of `.data` (torch itself reads it, e.g.
 AOT autograd's runtime wrappers on Parameters) change nothing.
 
 The replacements (`PATCHES`, in interop/patches.py's table) are installed by
-the first open `Watch` and removed when the last one closes or is collected;
-while they are on, a tensor that no `Watch` names pays one dict lookup per
+the first open `FrozenDataWatch` and removed when the last one closes or is collected;
+while they are on, a tensor that no `FrozenDataWatch` names pays one dict lookup per
 `.data`, `.numpy()` or `__dlpack__()`. `ta.config.set_watch_frozen_data(False)`
 leaves torch alone: frozen code then sees only what version counters and data
 pointers show, so `jit_compile=True` no longer freezes by default.
@@ -56,7 +56,7 @@ _by_storage: dict[int, dict[int, weakref.ref]] = {}
 _lock = threading.Lock()
 
 
-class Watch:
+class FrozenDataWatch:
     """While open, `.data` of `tensors` shares their version counters, and `touched` becomes True when it is
     assigned or when their memory is handed to NumPy or DLPack; `close()` (a `weakref.finalize`, also run when
     the watch is collected) stops watching."""

@@ -16,7 +16,7 @@ the last one leaves::
         ...                                # Optimizer.step & co. are the staged wrappers here
     # torch's own methods again
 
-    WATCH_PATCHES.acquire()                # the first frozen variant (data_watch.Watch)
+    WATCH_PATCHES.acquire()                # the first frozen variant (data_watch.FrozenDataWatch)
     WATCH_PATCHES.release()                # the last one collected
 
 The users are counted across threads: a patch stays on while any thread

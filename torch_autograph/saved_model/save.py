@@ -26,6 +26,7 @@ import torch
 
 from ..exporting import export_graph
 from ..function import BoundFunction, ConcreteFunction, Function, user_facing
+from ..naming import Namer
 from ..state import Variable
 from . import specs
 
@@ -189,10 +190,7 @@ def _function_name(cf: ConcreteFunction) -> str:
 
 
 def _fresh(base: str, taken: dict[str, Any]) -> str:
-    name, i = base, 1
-    while name in taken:
-        name, i = f"{base}_{i}", i + 1
-    return name
+    return Namer(clashes=taken.__contains__).new_symbol(base)
 
 
 def _signatures(found: dict[str, tuple[Any, list[ConcreteFunction]]], signatures: Any) -> dict[str, list]:

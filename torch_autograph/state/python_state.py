@@ -51,7 +51,7 @@ class StateEffectError(TypeError):
 
 # ----- what a trace saw ---------------------------------------------------------------------------
 @dataclass
-class Watch:
+class ObjectWatch:
     """The objects a trace may change, with their contents before it ran."""
 
     held: list = field(default_factory=list)  # (object, kind, contents) by identity
@@ -183,7 +183,7 @@ def _persistent(obj: Any) -> bool:
     return module.startswith("torch_autograph.") or module.startswith("torch.")
 
 
-def _absorb_created(watch: Watch) -> None:
+def _absorb_created(watch: ObjectWatch) -> None:
     """Keys of held dicts and objects the trace set to objects of this library count as there before it."""
     for i, (obj, kind, before) in enumerate(watch.held):
         if kind == "list":
@@ -407,7 +407,7 @@ def returned_objects(flat_results: list) -> list[tuple[int, Any]]:
     return [(i, r) for i, r in enumerate(flat_results) if object_kind(r) == "attrs" and _holds_graph(r)]
 
 
-def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()) -> StateEffects | None:
+def plan_effects(watch: ObjectWatch, to_output: Any, captured: set, results: list = ()) -> StateEffects | None:
     """The effects the finished trace made on the watched objects (held ones are restored here).
 
     `to_output(graph_tensor) -> int` makes a graph tensor an extra output of the graph and gives its index;
@@ -445,7 +445,7 @@ def plan_effects(watch: Watch, to_output: Any, captured: set, results: list = ()
                         tuple(at_raise), checkpoints.order if checkpoints else {}, checkpoints.inside if checkpoints else {})
 
 
-def _changes(watch: Watch, planner: "_Planner", held_now: list, args_now: list) -> tuple[list, list, list]:
+def _changes(watch: ObjectWatch, planner: "_Planner", held_now: list, args_now: list) -> tuple[list, list, list]:
     """(on_args, on_held, the changed held objects to guard) for the objects holding `held_now`, `args_now`."""
     on_args = []
     for (container, path, before), now in zip(watch.arg_containers, args_now):

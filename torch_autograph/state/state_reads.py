@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ..graph import Graph
-from .python_state import Watch, step_of
+from .python_state import ObjectWatch, step_of
 
 _EXPR = "<torch_autograph state reads>"
 
@@ -137,7 +137,7 @@ def _compile(reads: tuple, pinned: tuple) -> tuple:
     return env["holds"], env["extend"]
 
 
-def plan_reads(watch: Watch, captured: set[int]) -> ReadPlan | None:
+def plan_reads(watch: ObjectWatch, captured: set[int]) -> ReadPlan | None:
     """The entries of the objects `watch` follows that held, before the trace, a tensor it captured (`captured`:
     ids). Read before the watch restores anything (it holds each object's contents before the trace)."""
     found: dict[int, list[_Entry]] = {}
@@ -159,7 +159,7 @@ def plan_reads(watch: Watch, captured: set[int]) -> ReadPlan | None:
     return ReadPlan(reads, pinned)
 
 
-def _entry(watch: Watch, obj: Any, last: tuple, tensor: torch.Tensor) -> _Entry:
+def _entry(watch: ObjectWatch, obj: Any, last: tuple, tensor: torch.Tensor) -> _Entry:
     steps = [last]
     while id(obj) in watch.parents:
         obj, step = watch.parents[id(obj)]

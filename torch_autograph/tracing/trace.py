@@ -20,6 +20,7 @@ import torch
 
 from ..errors import InaccessibleTensorError
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
+from ..naming import Namer, identifier
 from .context import Traced, activate, current
 from .guards import ModuleModes
 from .hooks import NO_HOOKS, TraceHooks
@@ -37,8 +38,6 @@ _RESERVED = frozenset(keyword.kwlist) | {"torch", "operator", "math", "inf", "na
                                          # functions that size expressions call in generated code
                                          "max", "min", "int", "float", "bool", "round", "pow"}
 
-
-_CLEAN_NAMES: dict[str, str] = {}  # an op's name -> that name as a Python identifier
 
 
 def _may_fail(node: Node) -> bool:
@@ -64,8 +63,7 @@ class TraceState:
         self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
         self.closed = False
         self.failed: BaseException | None = None  # what a sub-trace raised (its values may leak through an `except`)
-        self._names: set[str] = set() if parent is None else self.root._names
-        self._name_counters: dict[str, int] = {}  # base -> the next suffix to try (on the root)
+        self.namer = Namer(_RESERVED) if parent is None else self.root.namer  # names of all its graphs
         self._captures: dict[int, GraphTensor] = {}
         self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
@@ -82,7 +80,7 @@ class TraceState:
         # value reads library code decided on them (tracing/decisions.py), guards of the trace.
         self.call_inputs: dict[int, torch.Tensor] = {}
         self.decisions: list = []
-        # The Python objects the trace may change (state/python_state.Watch), checked around each sub-trace.
+        # The Python objects the trace may change (state/python_state.ObjectWatch), checked around each sub-trace.
         self.python_state: Any = None
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
@@ -99,24 +97,8 @@ class TraceState:
 
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
-        clean = _CLEAN_NAMES.get(base)
-        if clean is None:
-            clean = "".join(c if c.isalnum() or c == "_" else "_" for c in base).strip("_") or "v"
-            if clean[0].isdigit():
-                clean = "v" + clean
-            if len(_CLEAN_NAMES) < 10_000:
-                _CLEAN_NAMES[base] = clean
-        names, counters = self._names, self.root._name_counters
-        name, i = clean, counters.get(clean, 1)
-        if name in names or name in _RESERVED:
-            while True:  # resumes where the last name of this base stopped: no rescan of taken suffixes
-                name = f"{clean}_{i}"
-                i += 1
-                if name not in names:
-                    break
-            counters[clean] = i
-        names.add(name)
-        return name
+        """A name for a value of this trace (unique among all its graphs), derived from `base`."""
+        return self.root.namer.new_symbol(identifier(base))
 
     # ----- values ---------------------------------------------------------------------
     def placeholder(self, name: str, dtype: torch.dtype, shape: tuple, device: torch.device | None,
