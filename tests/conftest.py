@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
 
 # The test modules whose `worker` runs in two spawned gloo processes (tests/distributed_harness.py): one spawn
 # serves all of them, each module's `results` fixture takes its part (`spawned_results[__file__]`).
-SPAWNED_MODULES = ("staging/test_ddp.py", "staging/test_fsdp.py", "tracing/test_collectives.py")
+SPAWNED_MODULES = ("interop/test_ddp.py", "interop/test_fsdp.py", "interop/test_collectives.py")
 
 
 @pytest.fixture(scope="session")

@@ -344,3 +344,32 @@ def test_the_op_facts_check_catches_name_lists_and_names_passed():
     assert name_lists_of_effects(ast.parse('_READS = frozenset({"size", "dim", "stride"})')) == []
     assert facts_asked_by_name(ast.parse("t = traits_of(kind, fn, fn.__name__)\nu = traits_of(fn)")) == [1]
     assert facts_asked_by_name(ast.parse("t = facts_of('add')")) == [1]
+
+
+# ----- tests mirror the package -------------------------------------------------------------------------------
+TESTS = PACKAGE.parent / "tests"
+TEST_ONLY_FOLDERS = {"conformance": "ported programs from other projects, run eagerly and as graphs",
+                     "integrations": "Hugging Face models end to end"}
+
+
+def mirror_mismatches(package: pathlib.Path, tests: pathlib.Path) -> list[str]:
+    """Package folders without a test folder, and test folders that are neither a package folder nor a documented
+    test-only one."""
+    folders = {p.name for p in package.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    test_folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    return sorted([f"torch_autograph/{f}/ has no tests/{f}/" for f in folders - test_folders] +
+                  [f"tests/{f}/ mirrors no package folder" for f in test_folders - folders - set(TEST_ONLY_FOLDERS)])
+
+
+def test_tests_mirror_the_package():
+    assert mirror_mismatches(PACKAGE, TESTS) == []
+
+
+def test_the_mirror_check_catches_a_missing_and_an_extra_folder(tmp_path):
+    package = _fake_package(tmp_path, {"a/x.py": "", "b/y.py": ""})
+    tests = tmp_path / "tests"
+    for folder in ("a", "misc"):
+        (tests / folder).mkdir(parents=True)
+        (tests / folder / "test_x.py").write_text("")
+    assert mirror_mismatches(package, tests) == ["tests/misc/ mirrors no package folder",
+                                                 "torch_autograph/b/ has no tests/b/"]

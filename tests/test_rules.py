@@ -5,6 +5,7 @@
   function named `register*` exists, except the one documented place a lower layer is handed code from a
   higher one (`autograph.operators.dispatch.register_backend`) and the loader's record of the origins of the
   files it generates (`autograph.pyct.origin_info.register`, read back through `lookup_origin`).
+- No docstring carries a benchmark id or a measured figure (they belong in benchmarks/README.md).
 - Passes and backends decide from data on the `Op` (`Effect`, `Trait`, `pure`, `runs_autograd`), never from a
   name: no comparison in graph/passes/ or backends/ reads the `__name__` or `.name` of an op, a node or a
   target.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -176,3 +178,32 @@ def test_the_rules_catch_what_they_forbid(tmp_path):
     assert name_decisions(ast.parse("if node.op.name == 'conv2d':\n    pass\n")) == [1]
     assert name_decisions(ast.parse("ok = fn.__name__.startswith('conv')\n")) == [1]
     assert name_decisions(ast.parse("ok = Trait.FRESH in node.op.traits\n")) == []
+
+
+_MEASUREMENT = re.compile(r"\b[PMH]\d{1,2}j?\b|\d(\.\d+)?\s?(µs|us|ms)\b|\d(\.\d+)?x\b|\d(\.\d+)?×")
+
+
+def measurements_in_docstrings(tree: ast.Module) -> list[int]:
+    """Lines of docstrings that cite a benchmark id (P3j, M5, H2) or a timing or ratio (~7 µs, 2.1x): figures
+    rot in code; they belong in benchmarks/README.md, beside the runs that remeasure them."""
+    lines = []
+    for node in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                     ast.ClassDef)))]:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
+                isinstance(body[0].value.value, str):
+            text = body[0].value.value
+            lines += [body[0].lineno + i for i, line in enumerate(text.splitlines()) if _MEASUREMENT.search(line)]
+    return lines
+
+
+def test_no_docstring_carries_a_benchmark_id_or_a_measurement(sources):
+    bad = [f"{p.relative_to(PACKAGE)}:{line}" for p, tree in sources.values()
+           for line in measurements_in_docstrings(tree)]
+    assert bad == []
+
+
+def test_the_measurement_check_catches_ids_timings_and_ratios():
+    for text in ("P3j runs 6x faster", "costs ~7 µs", "took 557 us", "M5 gains", "0.7× eager"):
+        assert measurements_in_docstrings(ast.parse(f'"""{text}"""')) == [1], text
+    assert measurements_in_docstrings(ast.parse('"""A 2-op body; a 3x3 kernel is fine: x86."""')) == []

@@ -7,18 +7,19 @@ with `torch._inductor.compile_fx.compile_fx` (AOT autograd + inductor's C++ /
 Triton code) on the first call, under the grad mode the graph was traced in.
 The compiled artifact is then called directly: our trace cache already
 decided which graph runs, so no dynamo frame evaluation and no dynamo guards
-run per call. Measured on the 200-op chain (benchmarks/bench_jit.py), calling
-the compile_fx artifact costs a fraction of `torch.compile(gm, backend=
-"inductor", fullgraph=True, dynamic=False)`, whose per-call guards dominate
-for small graphs; both support backward (AOT autograd), so compile_fx is used.
+run per call. Calling the compile_fx artifact costs a fraction of
+`torch.compile(gm, backend="inductor", fullgraph=True, dynamic=False)`, whose
+per-call guards dominate for small graphs; both support backward (AOT
+autograd), so compile_fx is used. (The figures behind this module's rules are
+in benchmarks/README.md, "Measurements behind the backends' rules".)
 
 A graph `to_fx` cannot lower (a `while` loop, a run-time check, a `cond`
 that updates state or returns Python values) is split at its control flow
 (`regions.split`): its straight-line runs of tensor ops are compiled this way
 one by one, and the default backend's Python runs the control flow around
 them. `torch._higher_order_ops.while_loop` under inductor was the other way:
-on CPU it ran P5 (1000 iterations of `x = x * a + b`) 2.1x slower than a
-Python loop of the same ops (torch 2.13), so loops stay Python loops.
+on CPU it ran a small loop body slower than a Python loop of the same ops, so
+loops stay Python loops.
 
 Specialisation (checked per call, cheaply):
 - requires_grad of the inputs, when the graph was traced with grad enabled:
@@ -39,9 +40,8 @@ of the lowered module); their requires_grad is taken at compile time.
 
 `freeze_captures=True` folds the captured tensors of a graph traced under
 no_grad into the compiled code as constants (inductor's `freezing`), which lets
-inductor pre-pack weights for its C++ GEMM kernels (P3j: an MLP of 8 small
-Linear layers runs about 6x faster than eager, against about 2x by reference)
-and fold BatchNorm into pre-packed mkldnn convolutions. Each call then compares
+inductor pre-pack weights for its C++ GEMM kernels (small Linear layers run
+several times faster than by reference) and fold BatchNorm into pre-packed mkldnn convolutions. Each call then compares
 the captures' version counters and data pointers with those seen before the
 compile (`data_watch` makes writes through a capture's `.data` move its version
 counter too, and notes NumPy and DLPack views of it); after an in-place update,
@@ -307,7 +307,7 @@ class _Runner:
         self.split_on_failure: Callable[[], Callable] | None = None  # a whole graph's fallback: split it
 
     def entry(self) -> Callable[..., Any]:
-        """The per-call function; the common cases are kept to a few attribute reads (see P2j)."""
+        """The per-call function; the common cases are kept to a few attribute reads."""
         runner, post, check_grad = self, self.post, self.grad
         first = post is _first
         one = len(self.graph.inputs) == 1
@@ -460,12 +460,10 @@ class _Runner:
         """Whether to compile with inductor's C++ wrapper: an inference graph on CPU checking 8 tensors or more.
 
         The Python wrapper inductor writes checks the layout of every tensor input (captures read by reference
-        included, not frozen ones) and allocates each buffer with a Python call: ~50 µs per call of a 4-layer
-        GPT's step (53 inputs), 16% of it at 8 tokens (greedy decoding calls it once per token), 6 of P3j's
-        31 µs (17 inputs). The C++ wrapper costs ~1-2 µs more per call than a Python wrapper with one input (P2j's
-        chain 5.1 -> 5.8 µs, frozen P3j 8.1 -> 10.5 µs), so those keep it. The first compile of the GPT forward
-        took 10.5 s with it, 10.3 s without. Its layout checks raise RuntimeError where the Python ones raise
-        AssertionError (`_layout_error`).
+        included, not frozen ones) and allocates each buffer with a Python call, a cost that grows with the
+        inputs; the C++ wrapper costs a little more per call than a Python wrapper with few inputs, so those
+        keep it. Its layout checks raise RuntimeError where the Python ones raise AssertionError
+        (`_layout_error`).
         """
         tensors = [a for a in args if isinstance(a, torch.Tensor)] + [t for _, t in self.graph.captures]
         checked = sum(isinstance(a, torch.Tensor) for a in args) + (0 if frozen else len(self.graph.captures))
@@ -546,9 +544,8 @@ def compile_progress(what: str, label: str | None = None) -> Iterator[None]:
 
 def _pays_to_freeze(graph: Graph) -> bool:
     """Whether freezing is sure to pay for `graph` (`freeze_captures=None` under jit_compile=True): it convolves
-    with captured CPU tensors. Inductor's CPU convolutions by reference are slower than eager (ResNet-18 eval,
-    one thread: 1.5x eager's time, as with torch.compile); frozen, BatchNorm folds into pre-packed mkldnn
-    convolutions (0.7x). For GEMMs freezing changes the kernel, sometimes for the worse: those graphs are
+    with captured CPU tensors. Inductor's CPU convolutions by reference are slower than eager (as with
+    torch.compile); frozen, BatchNorm folds into pre-packed mkldnn convolutions, faster than eager. For GEMMs freezing changes the kernel, sometimes for the worse: those graphs are
     frozen only on request, or under jit_compile="auto", which times both."""
     if not any(t.device.type == "cpu" for _, t in graph.captures):
         return False

@@ -62,20 +62,17 @@ effect: the body of a greedy decoding loop over a GPT is then one region
 instead of one per attention block.
 
 Which regions are compiled (`MIN_REGION_OPS`): calling an inductor artifact
-directly costs ~7 µs on CPU with three inputs (AOT autograd's runtime
-wrappers and inductor's size asserts), what three to four eager ops on small
-tensors cost. A run of fewer than `MIN_REGION_OPS` ops (GETATTR nodes not
-counted) is left as it is: Python code costing what eager costs. Measured
-(torch 2.13, 2 cores) on a 200-iteration loop whose body is k elementwise ops
-on 16 floats, compiled body / Python body per iteration: 2.5x (k=2), 1.7x
-(k=3), 1.25x (k=4), 1.0x (k=5), 0.81x (k=6), 0.62x (k=8). Larger tensors gain
-more from inductor's fusion, so the rule errs towards compiling at k=5. P5's
-2-op body (`x = x * a + b`) stays Python: compiled, the loop ran 2.5x slower.
+directly costs what a few eager ops on small tensors cost (AOT autograd's
+runtime wrappers and inductor's size asserts). A run of fewer than
+`MIN_REGION_OPS` ops (GETATTR nodes not counted) is left as it is: Python code
+costing what eager costs. The break-even measured on small elementwise bodies
+is at five ops; larger tensors gain more from inductor's fusion, so the rule
+errs towards compiling there (benchmarks/README.md, "Measurements behind
+the backends' rules", has the figures).
 
 A call that records autograd (grad mode on and an input or captured tensor
-requiring grad) runs AOT autograd's training wrapper, ~40 µs more per call: a
-body of k ops on 16 floats requiring grad ran 4.7x (k=5) and 1.5x (k=8) slower
-compiled than as Python, 0.91x (k=16). The backend (`inductor._Runner`) therefore runs a
+requiring grad) runs AOT autograd's training wrapper, which costs more per
+call, so a compiled body gains only with many more ops. The backend (`inductor._Runner`) therefore runs a
 compiled region's Python code instead for such calls when the region has
 fewer than `MIN_TRAINING_REGION_OPS` ops; gradients are the same either way.
 """

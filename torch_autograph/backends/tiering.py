@@ -60,9 +60,9 @@ class Tiered(Compiled):
        keeps the default backend ("kept default").
 
     Nothing is timed on the compiling thread. With OpenMP, a second thread running torch ops makes two
-    thread teams share the cores, and libgomp then stops spinning in both: on 2 cores P3j's MLP took
-    557 us a call there against 84 us on the caller's thread, and its frozen code, 2x faster than the
-    default on the caller's thread, timed as fast as the default there (so it was never kept).
+    thread teams share the cores, and libgomp then stops spinning in both: a small MLP ran several times
+    slower there than on the caller's thread, and its frozen code, faster than the default on the caller's
+    thread, timed as fast as the default there (so it was never kept).
 
     No call waits for the compile. A graph inductor cannot take, or a compile error, leaves the default
     backend in place and calls `on_fail(reason)` (one warning per Function). The compiled entry runs the
@@ -277,7 +277,7 @@ class _Trial:
 
     Only these timings decide: the compiling thread's are distorted (OpenMP, see `Tiered`), and its copies
     of the arguments are not what the caller runs (ResNet-18's inductor code timed faster there and ran
-    1.5x slower in the caller).
+    slower in the caller).
     """
 
     CALLS = 6

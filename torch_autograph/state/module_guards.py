@@ -14,8 +14,9 @@ between them and the objects the function reads (its closure, its globals, the i
 arguments), as `m[1](x)` reads `m._modules` without running `m`.
 
 The per-call check is one generated expression, no Python loop: a dict compared whole with a copy of it where
-`==` on its values is identity (`_compile`), else `d[k] is v` and `len(d) == n` tests. The 8-layer MLP of
-benchmark P3 has 34 entries, checked by 10 tests (benchmarks/bench_module_guards.py times them). Only entries are compared, by identity, never values: an in-place update
+`==` on its values is identity (`_compile`), else `d[k] is v` and `len(d) == n` tests
+(benchmarks/bench_module_guards.py times them). Only entries are compared, by identity, never values: an
+in-place update
 is what the graph reads anyway, and a tensor's `==` would compare elements.
 """
 

@@ -26,8 +26,8 @@ from .recording import handle_graph_call, record
 
 def _from_template(cls: type, templates: dict, shape: tuple, stride: tuple | None, dtype: torch.dtype,
                    device: torch.device, requires_grad: bool) -> torch.Tensor:
-    """A wrapper with symbolic sizes. Making one computes its contiguity and numel in sympy (~80 µs); an
-    alias of an earlier wrapper of the same metadata copies them (~2 µs)."""
+    """A wrapper with symbolic sizes. Making one computes its contiguity and numel in sympy (slow); an
+    alias of an earlier wrapper of the same metadata copies them."""
     key = (tuple(_expr(d) for d in shape), None if stride is None else tuple(_expr(d) for d in stride), dtype, device)
     template = templates.get(key)
     if template is None:

@@ -14,7 +14,7 @@ import torch
 
 import torch_autograph as ta
 from tests.eager_reference import line_of
-from tests.staging.test_staged_raises import assert_same_outcomes
+from tests.subtraces.test_staged_raises import assert_same_outcomes
 from torch_autograph.state.python_state import StateEffectError
 
 T = torch.tensor

@@ -14,7 +14,7 @@ import torch
 
 import torch_autograph as ta
 from tests.eager_reference import assert_matches_eager, line_of
-from tests.staging.test_staged_raises import assert_same_outcomes
+from tests.subtraces.test_staged_raises import assert_same_outcomes
 from torch_autograph import errors
 
 GOOD = torch.tensor([[2.0, 0.5], [0.5, 3.0]])
