@@ -50,6 +50,7 @@ from ..tracing import (
     Retrace,
     Traced,
     TraceHooks,
+    TraceRequest,
     TraceState,
     data_dependent_error,
     is_symbolic,
@@ -58,9 +59,9 @@ from ..tracing import (
     tracing,
     warn_at_user_line,
 )
-from .arguments import collect_inputs, placeholders_for, rebuild_call
+from .arguments import collect_inputs, iter_type_leaves, placeholders_for, rebuild_call
 from .concrete import ConcreteFunction
-from .signatures import Identity, Structure
+from .signatures import Identity, Structure, TensorSpec
 from .tracebacks import add_user_frames
 
 
@@ -108,13 +109,33 @@ class BackendChoice:
 SPEC_HINT = 17
 
 
+@dataclass(frozen=True)
+class TraceResult:
+    """What one trace gives.
+
+    Attributes:
+        graph: the recorded graph.
+        result: the function's structured result, of graph tensors.
+        guards: the module guards (train/eval modes) checked at every call.
+        state: the finished trace (its notes, symbols, decisions).
+        effects: its effects on Python objects, replayed after each call (None: none).
+        structure: the guard on the modules it read (replaced ones trace again).
+        reads: the tensors it read from Python objects, read at each call.
+    """
+
+    graph: Graph
+    result: Any
+    guards: tuple
+    state: TraceState
+    effects: StateEffects | None
+    structure: ModuleStructure | None
+    reads: ReadPlan | None
+
+
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
-          source: tuple = (), hooks: TraceHooks = TRACE_HOOKS
-          ) -> tuple[Graph, Any, tuple, TraceState, StateEffects | None, ModuleStructure | None, ReadPlan | None]:
-    """Run `target` on placeholders for `arg_types`: (graph, structured result of graph tensors, module guards,
-    the finished trace, its effects on Python objects, the guard on the modules it read, the tensors it read
-    from Python objects, to read at each call). `backed`: None dims are backed by the call's sizes, or
+          source: tuple = (), hooks: TraceHooks = TRACE_HOOKS) -> TraceResult:
+    """Run `target` on placeholders for `arg_types`. `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
     graph = Graph(name)
@@ -124,13 +145,11 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
         watch.hold(obj)
     if source:
         watch_captures(source[0], watch)
+    request = TraceRequest(hooks, backed=backed, spec_hint=spec_hint, python_state=watch,
+                           call_tensors=_call_tensors(arg_types, bound, name))
     try:
-        with torch.set_grad_enabled(grad), tracing(graph, hooks) as state:
-            state.backed = backed
-            state.spec_hint = spec_hint
-            state.python_state = watch
+        with torch.set_grad_enabled(grad), tracing(graph, request) as state:
             values = {n: placeholders_for(state, arg_types[n], bound[n], n) for n in bound}
-            state.call_inputs = call_inputs(graph.inputs, arg_types, bound, name)
             for n in bound:
                 _watch_argument(watch, arg_types[n], values[n], (n,))
             args, kwargs = rebuild_call(signature, values)
@@ -153,7 +172,6 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             reads = plan_reads(watch, captured)  # (before the watch restores the objects)
             effects = plan_effects(watch, to_output, captured - (reads.read_ids() if reads is not None else set()),
                                    returned_objects(graph.outputs[:n_results]))
-            state.python_state = None  # (the watch holds the objects it followed: they may be collected now)
             guards = module_guards(state)
             structure = module_structure(list(state.root.modules.values()), {id(t) for _, t in graph.captures},
                                          roots_of(source[0], source[1] if len(source) > 1 else None,
@@ -161,7 +179,7 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             graph.sizes = state.symbols.input_sizes(graph.inputs)
     finally:
         watch.restore()  # a failed trace too leaves the caller's objects as they were
-    return graph, result, guards, state, effects, structure, reads
+    return TraceResult(graph, result, guards, state, effects, structure, reads)
 
 
 def _watch_argument(watch: ObjectWatch, t: Any, value: Any, path: tuple) -> None:
@@ -203,9 +221,8 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         spec_hint = SPEC_HINT if knowledge.backed and not _has_tensors(bound) else None
         try:
             with creation_rules(owner, knowledge.singleton_check) as created:
-                graph, result, guards, state, effects, structure, reads = trace(
-                    target, name, signature, arg_types, bound, grad, backed=knowledge.backed, spec_hint=spec_hint,
-                    source=source, hooks=hooks)
+                traced = trace(target, name, signature, arg_types, bound, grad, backed=knowledge.backed,
+                               spec_hint=spec_hint, source=source, hooks=hooks)
             if created():
                 raise Retrace("the first trace created Variables: traced again, where creating one is an error",
                               singleton_check=True)
@@ -221,6 +238,7 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         break
     else:
         raise AssertionError(f"bug in torch_autograph: {name} traced {_MAX_RETRACES + 1} times without settling")
+    graph, result, state, effects = traced.graph, traced.result, traced.state, traced.effects
     state.notes.extend(f"traced again: {again.reason.splitlines()[0]}" for again in learnt
                        if not isinstance(again, NeedsSizeError))
     if first_error is not None and spec_hint is not None:
@@ -242,15 +260,15 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     options = CompileOptions(return_tuple=not single or effects is not None, grad=grad, freeze_captures=freeze)
     # The tensors read from Python objects are inputs of the compiled graph (read at each call); `graph` keeps
     # them as captures, for export and inspection.
-    run_graph, state_reads = reads.lift(graph) if reads is not None else (graph, None)
+    run_graph, state_reads = traced.reads.lift(graph) if traced.reads is not None else (graph, None)
     compiled = choice.backend().compile(run_graph, options)
     if run_graph is not graph:
         graph.python_source = run_graph.python_source
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
-                            guards=guards, function_name=name, grad=grad, size_check=size_check,
+                            guards=traced.guards, function_name=name, grad=grad, size_check=size_check,
                             notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
                             decisions=graph.decisions,
-                            autocast=state.root.entry_autocast, effects=effects, structure=structure,
+                            autocast=state.root.entry_autocast, effects=effects, structure=traced.structure,
                             reads=state_reads,
                             n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
@@ -285,17 +303,19 @@ def _with_decisions(size_check: Callable | None, state: TraceState, graph: Graph
     return check
 
 
-def call_inputs(inputs: list, arg_types: dict[str, Any], bound: dict[str, Any], name: str) -> dict[int, Any]:
-    """id(input Value) -> the call's tensor, where every input has one (none for a trace from a signature)."""
+def _call_tensors(arg_types: dict[str, Any], bound: dict[str, Any], name: str) -> tuple:
+    """The call's tensor for each graph input, in order, where every input has one (none for a trace from a
+    signature, or inside another trace)."""
     flat: list = []
     try:
         for n, value in bound.items():
             collect_inputs(arg_types[n], value, n, flat, name)
     except (TypeError, InvalidArgumentError):
-        return {}
-    if len(flat) != len(inputs) or any(isinstance(t, Traced) for t in flat):
-        return {}
-    return {id(v): t for v, t in zip(inputs, flat)}
+        return ()
+    expected = sum(isinstance(t, TensorSpec) for t in iter_type_leaves(arg_types[n] for n in bound))
+    if len(flat) != expected or any(isinstance(t, Traced) for t in flat):
+        return ()
+    return tuple(flat)
 
 
 def _pinned(state: TraceState, inputs: list) -> bool:

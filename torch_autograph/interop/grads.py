@@ -83,10 +83,8 @@ class GradTracker:
 
 
 def _tracker(state: Any) -> GradTracker:
-    root = state.root
-    if root.grads is None:
-        root.grads = GradTracker()
-    return root.grads
+    """The root trace's tracker, made when it started (`TraceHooks.grads_state`)."""
+    return state.root.grads
 
 
 def _where() -> str:

@@ -25,6 +25,7 @@ TRACE_HOOKS = TraceHooks(
     read_grad=grads.read,
     write_grad=grads.write,
     after_backward=grads.after_backward,
+    grads_state=grads.GradTracker,
 )
 
 _installed = False

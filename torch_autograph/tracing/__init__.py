@@ -1,6 +1,6 @@
 """Python + torch -> IR: graph tensors, recording, shape inference, graph lists, guards.
 
-`trace.tracing(graph, hooks)` runs user code with a tracing mode active; every
+`trace.tracing(graph, request)` runs user code with a tracing mode active; every
 torch call on a graph tensor (`tensor.GraphTensor`) is recorded into the graph,
 with the plug-ins `hooks` (a `TraceHooks`) names. Control-flow sub-traces
 (branches, loop bodies) live in subtraces/.
@@ -13,7 +13,7 @@ from .arrays import GraphArray, converted, refused
 from .context import ACCESS_WATCHERS, Traced, current, outside_trace
 from .decisions import DecisionCheck, bind_results
 from .guards import module_entered, module_guards, module_left, optimizer_step_while_tracing
-from .hooks import NO_HOOKS, TraceHooks
+from .hooks import NO_HOOKS, NO_REQUEST, TraceHooks, TraceRequest
 from .lists import GraphList, element_meta
 from .locations import PACKAGE_DIR, is_library_file, user_location
 from .messages import data_dependent_error, warn_at_user_line
@@ -27,8 +27,8 @@ from .tensor import GraphTensor
 from .trace import TraceState, reenter, subtrace, tracing
 
 __all__ = ["ACCESS_WATCHERS", "Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
-           "NO_HOOKS", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
-           "TensorMeta", "TraceHooks", "TraceState", "Traced", "bind_results", "constant_of", "converted", "current",
+           "NO_HOOKS", "NO_REQUEST", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
+           "TensorMeta", "TraceHooks", "TraceRequest", "TraceState", "Traced", "bind_results", "constant_of", "converted", "current",
            "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",
            "like_example", "lists", "meta_example", "module_entered", "module_guards", "module_left", "optimizer_step_while_tracing", "outside_trace", "promote_number",
            "record_inferred_by", "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",

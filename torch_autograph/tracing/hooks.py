@@ -1,4 +1,5 @@
-"""The plug-ins a trace runs with: one frozen object, handed to `tracing(graph, hooks)` and kept on the root trace.
+"""What a trace runs with: the plug-ins (`TraceHooks`) and the request a root trace starts from (`TraceRequest`),
+frozen objects handed to `tracing(graph, request)` and kept on the root trace.
 
 The tracer records torch calls; a few kinds of call are recorded their own way
 by layers above it (torch.distributed collectives by interop/), generated code
@@ -10,7 +11,7 @@ trace says what it runs with::
     hooks = TraceHooks(special_calls={dist.all_reduce: record_collective},
                        special_kinds=((is_functional_collective, record_functional),),
                        around_trace=(patches.while_tracing,), map_origin=map_origin)
-    with tracing(graph, hooks) as state:
+    with tracing(graph, TraceRequest(hooks)) as state:
         ...                          # state.root.hooks is `hooks`
 
 `TraceHooks()` (no plug-ins) traces plain torch code.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, ContextManager, Mapping
+from typing import Any, Callable, ContextManager, Mapping, Protocol
 
 from ..graph import SourceLocation
 
@@ -52,6 +53,7 @@ class TraceHooks:
             runs when the graph runs -> an object with `inputs` (the graph values the function reads), `bind(real
             values)` (the function to hand the call then) and `result` (the TensorSpec of what it returns, or
             None); None (or no hook): the function is handed over as it is.
+        grads_state: makes what the `.grad` plug-ins keep per root trace (`state.root.grads`), when it starts.
     """
 
     special_calls: Mapping[Any, Handler] = field(default_factory=lambda: _EMPTY)
@@ -64,6 +66,7 @@ class TraceHooks:
     read_grad: Callable[[Any, Any], Any] | None = None
     write_grad: Callable[[Any, Any, Any], None] | None = None
     after_backward: Callable[[Any, list, Any], None] | None = None
+    grads_state: Callable[[], Any] | None = None
     # func -> its handler or None; owned by these hooks and bounded.
     _special_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -82,3 +85,35 @@ class TraceHooks:
 
 
 NO_HOOKS = TraceHooks()
+
+
+class ObjectTracker(Protocol):
+    """The Python objects a trace may change (state/python_state.ObjectWatch), as the tracer sees it: its
+    `checkpoints` note each node recorded (the state of the objects where an op may fail as the graph runs)."""
+
+    checkpoints: Any
+
+
+@dataclass(frozen=True, eq=False)
+class TraceRequest:
+    """What a root trace is asked to do, given whole when it starts (nothing is set on a trace afterwards).
+
+    Attributes:
+        hooks: the plug-ins it runs with.
+        backed: None dims of the inputs are backed by the call's sizes (library code may decide on them), else
+            unbacked: any size.
+        spec_hint: traced from a signature alone but backed: the size standing for each None dim.
+        python_state: the Python objects the trace may change, checked around each sub-trace (None: not
+            followed).
+        call_tensors: the call's tensor for each graph input, in order (empty for a trace from a signature
+            alone): the values library code decides on (tracing/decisions.py).
+    """
+
+    hooks: TraceHooks = NO_HOOKS
+    backed: bool = False
+    spec_hint: int | None = None
+    python_state: ObjectTracker | None = None
+    call_tensors: tuple = ()
+
+
+NO_REQUEST = TraceRequest()

@@ -23,7 +23,7 @@ from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, 
 from ..naming import Namer, identifier
 from .context import Traced, activate, current
 from .guards import ModuleModes
-from .hooks import NO_HOOKS, TraceHooks
+from .hooks import NO_REQUEST, ObjectTracker, TraceHooks, TraceRequest
 from .lists import GraphList
 from .locations import user_location
 from .messages import hidden_value_error, leaked_tensor_error
@@ -50,10 +50,12 @@ def _may_fail(node: Node) -> bool:
 class TraceState:
     """Everything one trace accumulates; the current one lives in a ContextVar."""
 
-    def __init__(self, graph: Graph, parent: "TraceState | None" = None, hooks: TraceHooks = NO_HOOKS) -> None:
+    def __init__(self, graph: Graph, parent: "TraceState | None" = None, request: TraceRequest = NO_REQUEST,
+                 lift_outer: Callable[[Value], Value] | None = None) -> None:
         self.graph = graph
         self.parent = parent
         self.root: TraceState = parent.root if parent is not None else self
+        hooks = request.hooks
         self.hooks: TraceHooks = hooks if parent is None else parent.hooks  # the plug-ins this trace runs with
         self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
         self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
@@ -76,22 +78,25 @@ class TraceState:
         self.warned: set = set()  # (kind, user line) of warnings given once per trace
         self.notes: list[str] = []
         self.augmented_symbols: set = set()  # symbols of numbers `n` of an `n op= m` traced here (numbers.py)
-        # The call's tensor per graph input (id of its Value; empty for a trace from a signature alone), and the
-        # value reads library code decided on them (tracing/decisions.py), guards of the trace.
+        # The call's tensor per graph input (id of its Value; empty for a trace from a signature alone), paired
+        # as the placeholders are made, and the value reads library code decided on them (tracing/decisions.py),
+        # guards of the trace.
+        self._call_tensors = request.call_tensors
         self.call_inputs: dict[int, torch.Tensor] = {}
         self.decisions: list = []
         # The Python objects the trace may change (state/python_state.ObjectWatch), checked around each sub-trace.
-        self.python_state: Any = None
+        self.python_state: ObjectTracker | None = request.python_state if parent is None else None
         # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
         self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
-        self.grads: Any = None  # what the `.grad` plug-ins (TraceHooks.read_grad, ...) keep per root trace
+        # What the `.grad` plug-ins (TraceHooks.read_grad, ...) keep per root trace.
+        self.grads: Any = hooks.grads_state() if parent is None and hooks.grads_state is not None else None
         # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
         # Traced from a signature alone but backed: the hint size of each None dim (see pipeline.SPEC_HINT).
-        self.spec_hint: int | None = None if parent is None else parent.spec_hint
-        self.backed = False if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
+        self.spec_hint: int | None = request.spec_hint if parent is None else parent.spec_hint
+        self.backed = request.backed if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
-        self.lift_outer: Callable[[Value], Value] | None = None
+        self.lift_outer = lift_outer
         # The `try` bodies being traced in this graph whose failure a handler node catches (subtraces/handlers).
         self.open_tries: list = []
 
@@ -248,6 +253,8 @@ class TraceState:
         if id(value) not in self._defined:
             self.graph.inputs.append(value)
             self._defined.add(id(value))
+            if self.parent is None and len(self.graph.inputs) <= len(self._call_tensors):
+                self.call_inputs[id(value)] = self._call_tensors[len(self.graph.inputs) - 1]
 
     def refresh_defined(self) -> None:
         """Recompute which values this graph has (after re-typing replaced some of them)."""
@@ -332,18 +339,20 @@ class TraceState:
 
 
 @contextmanager
-def tracing(graph: Graph, hooks: TraceHooks = NO_HOOKS) -> Iterator[TraceState]:
-    """Make `graph` the current trace of this thread; record torch calls into it with the plug-ins `hooks`."""
-    state = TraceState(graph, hooks=hooks)
+def tracing(graph: Graph, request: TraceRequest = NO_REQUEST) -> Iterator[TraceState]:
+    """Make `graph` the current trace of this thread; record torch calls into it as `request` asks (its plug-ins,
+    its sizes, the Python objects it follows)."""
+    state = TraceState(graph, request=request)
     try:
         with ExitStack() as stack:
-            for around in hooks.around_trace:
+            for around in request.hooks.around_trace:
                 stack.enter_context(around())
             stack.enter_context(activate(state))
             stack.enter_context(TracingMode())
             yield state
     finally:
         state.closed = True
+        state.python_state = None  # the objects it followed may be collected now (graph tensors hold the trace)
         state.module_modes.restore()
 
 
@@ -353,8 +362,7 @@ def subtrace(graph: Graph, lift_outer: Callable[[Value], Value]) -> Iterator[Tra
     parent = current()
     assert parent is not None, "bug in torch_autograph: subtrace outside a trace"
     graph.parent = parent.graph
-    state = TraceState(graph, parent)
-    state.lift_outer = lift_outer
+    state = TraceState(graph, parent, lift_outer=lift_outer)
     try:
         with activate(state):
             yield state
