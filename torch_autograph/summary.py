@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from .function import BoundFunction, ConcreteFunction, Function, user_facing
-from .graph import CheckOp, Graph, Node, OpKind, Value, WhileOp, iter_values
+from .graph import Graph, Node, NodeVisitor, Value, WhileOp, iter_values
 from .naming import Namer
 
 
@@ -87,7 +87,7 @@ def graph_def_of(concrete: list[ConcreteFunction]) -> Any:
     return out
 
 
-class _GraphDefWriter:
+class _GraphDefWriter(NodeVisitor):
     """Adds one graph's NodeDefs to a GraphDef; remembers which node (and output) each Value comes from."""
 
     def __init__(self, out: Any, prefix: str) -> None:
@@ -95,6 +95,7 @@ class _GraphDefWriter:
         self.prefix = prefix
         self.source: dict[int, str] = {}  # id(Value) -> "node" or "node:k" (TensorFlow's way to name an output)
         self.taken: set[str] = set()
+        self.here = ""  # the name scope of the node being written
         self.namer = Namer(self.taken)  # shares `taken`: names written directly count too
 
     def write(self, graph: Graph) -> None:
@@ -135,15 +136,20 @@ class _GraphDefWriter:
 
     def nodes(self, scope: str, nodes: list[Node], outer: str | None = None) -> None:
         for node in nodes:
-            here = scope + _module_scope(node.scope, outer)
-            if node.op.kind is OpKind.CONTROL and node.subgraphs:
-                self.control(here, node)
-            else:
-                name = self.unique(here + (node.outputs[0].name if node.outputs else node.op.name))
-                extra = {"message": node.op.target.message} if isinstance(node.op.target, CheckOp) else None
-                self.add(name, node.op.name, self.inputs_of((node.args, node.kwargs)), node.outputs, node, extra)
+            self.here = scope + _module_scope(node.scope, outer)
+            self.visit(node)
 
-    def control(self, scope: str, node: Node) -> None:
+    def op(self, node: Node, extra: dict[str, str] | None = None) -> None:
+        name = self.unique(self.here + (node.outputs[0].name if node.outputs else node.op.name))
+        self.add(name, node.op.name, self.inputs_of((node.args, node.kwargs)), node.outputs, node, extra)
+
+    def check(self, node: Node) -> None:
+        self.op(node, {"message": node.op.target.message})
+
+    def control(self, node: Node) -> None:
+        self.cluster(self.here, node)
+
+    def cluster(self, scope: str, node: Node) -> None:
         inner = self.unique(scope + node.op.name) + "/"
         loop_vars = node.op.target.loop_vars if isinstance(node.op.target, WhileOp) else ()
         inputs = self.inputs_of((node.args, node.kwargs))

@@ -39,16 +39,14 @@ import torch.fx as fx
 
 from ..errors import GraphLoweringError
 from ..graph import (
-    CheckOp,
-    CondOp,
     Effect,
     Expression,
     Graph,
     Node,
+    NodeVisitor,
     OpKind,
     Value,
     ValueKind,
-    WhileOp,
     map_nest,
     unique_values,
     walk_nodes,
@@ -86,7 +84,7 @@ def to_fx(graph: Graph) -> fx.GraphModule:
     return gm
 
 
-class _Lowering:
+class _Lowering(NodeVisitor):
     """Emits the nodes of one (sub-)graph into an fx.Graph."""
 
     def __init__(self, root: torch.nn.Module, fx_graph: fx.Graph, env: dict[int, fx.Node]) -> None:
@@ -132,42 +130,49 @@ class _Lowering:
             self.g.call_function(torch.amp.autocast_mode._exit_autocast, (ctx,))
 
     def node(self, node: Node) -> None:
+        self.bind(node.pattern, self.visit(node))
+
+    def while_loop(self, node: Node) -> fx.Node:
+        return self._refused(node, "a `while` loop")
+
+    def check(self, node: Node) -> fx.Node:
+        return self._refused(node, "a run-time check (assert)")
+
+    def control(self, node: Node) -> fx.Node:
+        return self._refused(node, f"control op {node.op.name}")
+
+    def _refused(self, node: Node, what: str) -> fx.Node:
+        raise lowering_error(node, f"{what} has no torch.fx lowering",
+                             "compute it outside the compiled function, or use jit_compile='auto'")
+
+    def op(self, node: Node) -> fx.Node:
         op = node.op
-        if op.kind is OpKind.CONTROL:
-            if isinstance(op.target, CondOp):
-                result = self.cond(node)
-            else:
-                what = "a `while` loop" if isinstance(op.target, WhileOp) else \
-                    "a run-time check (assert)" if isinstance(op.target, CheckOp) else f"control op {op.name}"
-                raise lowering_error(node, f"{what} has no torch.fx lowering",
-                                     "compute it outside the compiled function, or use jit_compile='auto'")
+        if op.effects & Effect.RUNS_PYTHON:
+            raise lowering_error(node, "it runs Python at every call (a staged training-step call such as "
+                                 "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
+                                 "jit_compile=True compiles the regions around such calls; to export, move the "
+                                 "call out of the function")
+        if op.reads_python_state:
+            raise lowering_error(node, "it keeps Python's meaning of a number that a tensor `if` merged with a "
+                                 "tensor, looked up in Python at every call, which torch.fx cannot trace",
+                                 "jit_compile=True runs it as Python between compiled regions; to export, "
+                                 "make the value a tensor in both branches")
+        if op.runs_autograd and op.stateful:
+            raise lowering_error(node, "it runs autograd and accumulates into `.grad` of tensors it does not "
+                                 "take as arguments, which a compiled graph cannot do",
+                                 "jit_compile=True compiles the regions around it; to export, use "
+                                 "torch.autograd.grad (or ta.GradientTape), whose gradients are outputs")
+        args, kwargs = self.arg(node.args), self.arg(node.kwargs)
+        name = node.pattern.name if isinstance(node.pattern, Value) else None
+        if isinstance(op.target, Expression):
+            result = self.expression(node, args)
+        elif op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
+            result = self.g.create_node("call_function", op.target, args, kwargs, name=name)
+        elif op.kind is OpKind.METHOD:
+            result = self.g.create_node("call_method", op.target, args, kwargs, name=name)
         else:
-            if op.effects & Effect.RUNS_PYTHON:
-                raise lowering_error(node, "it runs Python at every call (a staged training-step call such as "
-                                     "optimizer.step(), ta.py_function or ta.print), which torch.fx cannot trace",
-                                     "jit_compile=True compiles the regions around such calls; to export, move the "
-                                     "call out of the function")
-            if op.reads_python_state:
-                raise lowering_error(node, "it keeps Python's meaning of a number that a tensor `if` merged with a "
-                                     "tensor, looked up in Python at every call, which torch.fx cannot trace",
-                                     "jit_compile=True runs it as Python between compiled regions; to export, "
-                                     "make the value a tensor in both branches")
-            if op.runs_autograd and op.stateful:
-                raise lowering_error(node, "it runs autograd and accumulates into `.grad` of tensors it does not "
-                                     "take as arguments, which a compiled graph cannot do",
-                                     "jit_compile=True compiles the regions around it; to export, use "
-                                     "torch.autograd.grad (or ta.GradientTape), whose gradients are outputs")
-            args, kwargs = self.arg(node.args), self.arg(node.kwargs)
-            name = node.pattern.name if isinstance(node.pattern, Value) else None
-            if isinstance(op.target, Expression):
-                result = self.expression(node, args)
-            elif op.kind is OpKind.FUNCTION or op.kind is OpKind.OPERATOR:
-                result = self.g.create_node("call_function", op.target, args, kwargs, name=name)
-            elif op.kind is OpKind.METHOD:
-                result = self.g.create_node("call_method", op.target, args, kwargs, name=name)
-            else:
-                result = self.g.create_node("call_function", getattr, (args[0], op.target), name=name)
-        self.bind(node.pattern, result)
+            result = self.g.create_node("call_function", getattr, (args[0], op.target), name=name)
+        return result
 
     def expression(self, node: Node, args: tuple) -> fx.Node:
         """A number computed from others (`2*s0 + 1` from `x.size(0)`), recorded operator by operator."""

@@ -31,15 +31,12 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ..graph import (
-    CheckOp,
-    CondOp,
     Graph,
     Node,
+    NodeVisitor,
     OpKind,
-    TryOp,
     Value,
     ValueKind,
-    WhileOp,
     iter_values,
     qualified_name,
     render_call,
@@ -223,7 +220,7 @@ def emit_node(w: CodeWriter, node: Node, dead: list[str] | None = None) -> None:
     w.emitted.append((len(w.lines), node))
     free = f";  del {', '.join(dead)}" if dead else ""
     if op.kind is OpKind.CONTROL:
-        _CONTROL_EMITTERS[type(op.target)](w, node)
+        _ControlEmitter(w).visit(node)
         if dead:
             w.line(free[3:])
         return
@@ -389,7 +386,23 @@ def _emit_check(w: CodeWriter, node: Node) -> None:
     w.line(f"{fn}({w.arg(node.args[0])}, {node.op.target.message!r}{raised})", node.origin)
 
 
-_CONTROL_EMITTERS = {CondOp: _emit_cond, WhileOp: _emit_while, CheckOp: _emit_check, TryOp: _emit_try}
+class _ControlEmitter(NodeVisitor):
+    """The code of a control-flow node, by its kind."""
+
+    def __init__(self, w: CodeWriter) -> None:
+        self.w = w
+
+    def cond(self, node: Node) -> None:
+        _emit_cond(self.w, node)
+
+    def while_loop(self, node: Node) -> None:
+        _emit_while(self.w, node)
+
+    def check(self, node: Node) -> None:
+        _emit_check(self.w, node)
+
+    def try_block(self, node: Node) -> None:
+        _emit_try(self.w, node)
 
 
 def generate_source(graph: Graph, fn_name: str, return_tuple: bool = True,

@@ -36,12 +36,11 @@ import torch
 
 from ..backends import CodeWriter, lowering_error
 from ..graph import (
-    CheckOp,
-    CondOp,
     Effect,
     Expression,
     Graph,
     Node,
+    NodeVisitor,
     OpKind,
     Value,
     ValueKind,
@@ -100,7 +99,7 @@ class _ListArgument(Exception):
         self.value = value
 
 
-class ExportCodegen(ListLowering):
+class ExportCodegen(ListLowering, NodeVisitor):
     """Generates the forward of an exportable module computing `graph` (see the module docstring)."""
 
     def __init__(self, graph: Graph, capture_attrs: dict[int, str] | None, autocast: tuple | None = None) -> None:
@@ -184,18 +183,17 @@ class ExportCodegen(ListLowering):
                                  "gradients on the loaded program", to="torch.export")
         if op.kind is OpKind.CONTROL:
             self.reserve_for(node, scope)
-            if isinstance(op.target, CondOp):
-                self.cond(node, scope)
-            elif isinstance(op.target, WhileOp):
-                self.while_(node, scope)
-            elif isinstance(op.target, CheckOp):
-                self.check(node)
-            else:
-                raise lowering_error(node, f"{op.name} is a `try` whose `except` clause at {node.origin} runs when "
-                                     "the body's ops fail as the graph runs, which an exported program cannot "
-                                     "express (its handler would be dead)", "check the input before the op "
-                                     "(or call the exported program inside your own `try`)", to="torch.export")
-            return
+        self.visit(node)
+
+    def try_block(self, node: Node) -> None:
+        raise lowering_error(node, f"{node.op.name} is a `try` whose `except` clause at {node.origin} runs when the "
+                             "body's ops fail as the graph runs, which an exported program cannot express (its "
+                             "handler would be dead)", "check the input before the op (or call the exported "
+                             "program inside your own `try`)", to="torch.export")
+
+    def op(self, node: Node) -> None:
+        """A call: written as the default backend writes it, with export's own forms where they differ."""
+        scope, op = self.scope, node.op
         if isinstance(op.target, Expression):
             self.expression(node)
             return
@@ -295,7 +293,7 @@ class ExportCodegen(ListLowering):
         self.w.line(f"{out.name} = {_RT}.scalar({text}, {out.dtype})", node.origin)
 
     # ----- control flow ------------------------------------------------------------------------------
-    def cond(self, node: Node, scope: Scope) -> None:
+    def cond(self, node: Node) -> None:
         true_g, false_g = node.subgraphs
         operands = unique_values([v for g in (true_g, false_g) for v in g.inputs])
         written = node_writes(node)
@@ -315,7 +313,8 @@ class ExportCodegen(ListLowering):
         self.carried_sizes(list(node.outputs), [f"{a.name}[0].size(0)" if a is not None else None for a in like])
         self.write_back(written, k, node)
 
-    def while_(self, node: Node, scope: Scope) -> None:
+    def while_loop(self, node: Node) -> None:
+        scope = self.scope
         target: WhileOp = node.op.target
         cond_g, body_g = node.subgraphs
         written = node_writes(node)

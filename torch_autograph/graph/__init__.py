@@ -8,6 +8,7 @@ turn them into callables.
 
 from . import list_ops
 from .graph import Graph, Node
+from .interpreter import NodeVisitor
 from .ops import (
            CheckOp,
            CondOp,
@@ -32,7 +33,7 @@ from .specs import ArraySpec, TensorSpec
 from .values import SourceLocation, Value, ValueKind, is_static
 from .walkers import fits, iter_leaves, iter_values, map_nest, merge_dims, substitute, unique_values, walk_nodes
 
-__all__ = ["ArraySpec", "CheckOp", "CondOp", "Effect", "Expression", "Graph", "Node", "Op", "OpKind", "SourceLocation", "TensorSpec", "Trait",
+__all__ = ["ArraySpec", "CheckOp", "CondOp", "Effect", "Expression", "Graph", "Node", "NodeVisitor", "Op", "OpKind", "SourceLocation", "TensorSpec", "Trait",
            "TryOp", "Value", "ValueKind", "WhileOp", "autocast_state", "control_op", "eliminate_common_subexpressions",
            "eliminate_dead_code", "fits", "fold_constants", "is_static", "iter_leaves", "iter_values", "list_ops", "map_nest",
            "merge_dims", "possibly_mutated", "qualified_name", "render_call", "render_pattern", "run_check", "run_now",

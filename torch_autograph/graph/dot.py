@@ -34,7 +34,8 @@ import subprocess
 from typing import Any
 
 from ..errors import GraphvizNotFoundError
-from .ops import CheckOp, OpKind, WhileOp
+from .interpreter import NodeVisitor
+from .ops import WhileOp
 from .values import Value
 from .walkers import iter_values
 
@@ -95,7 +96,7 @@ def _outputs_text(values: tuple[Value, ...]) -> list[str]:
     return shown
 
 
-class _DotWriter:
+class _DotWriter(NodeVisitor):
     """Assigns DOT ids in walk order and remembers which DOT node produces each Value."""
 
     def __init__(self) -> None:
@@ -107,6 +108,7 @@ class _DotWriter:
         self.count = 0
         self.clusters = 0
         self.captures: set[int] = set()  # ids of the captured Values: drawn per (sub-)graph that reads them
+        self.indent = ""  # of the node being drawn
 
     def new_id(self, prefix: str) -> str:
         self.count += 1
@@ -184,10 +186,8 @@ class _DotWriter:
         for node in nodes:
             scope = node.scope if node.scope != outer else None
             self.lines = buffers.setdefault(scope, [])
-            if node.op.kind is OpKind.CONTROL and node.subgraphs:
-                self.control(indent, node)
-            else:
-                self.plain(indent, node)
+            self.indent = indent
+            self.visit(node)
         self.lines = saved
         self.module_clusters(indent, buffers)
 
@@ -208,15 +208,17 @@ class _DotWriter:
         buffers.setdefault(None, [])
         emit(None, "")
 
-    def plain(self, indent: str, node: "Node") -> None:
+    def op(self, node: "Node") -> None:
+        self.plain(self.indent, node, [node.op.name] + _outputs_text(node.outputs), "")
+
+    def check(self, node: "Node") -> None:
+        self.plain(self.indent, node, [node.op.name, repr(node.op.target.message.split("\n", 1)[0])], f", {_CHECK}")
+
+    def control(self, node: "Node") -> None:
+        self.cluster(self.indent, node)
+
+    def plain(self, indent: str, node: "Node", text: list[str], style: str) -> None:
         node_id = self.new_id("n")
-        op = node.op
-        if op.kind is OpKind.CONTROL and isinstance(op.target, CheckOp):
-            text = [op.name, repr(op.target.message.split("\n", 1)[0])]
-            style = f", {_CHECK}"
-        else:
-            text = [op.name] + _outputs_text(node.outputs)
-            style = ""
         if node.grad_enabled is not None:
             text.append(f"grad {'on' if node.grad_enabled else 'off'}")
         if node.origin is not None:
@@ -225,8 +227,8 @@ class _DotWriter:
         self.feed((node.args, node.kwargs), node_id)
         self.produces(node_id, node.outputs)
 
-    def control(self, indent: str, node: "Node") -> None:
-        """A `cond` / `while` node and its sub-graphs, as one cluster."""
+    def cluster(self, indent: str, node: "Node") -> None:
+        """A `cond` / `while` / `try` node and its sub-graphs, as one cluster."""
         op = node.op
         self.clusters += 1
         where = f"  {node.origin.short}" if node.origin is not None else ""
