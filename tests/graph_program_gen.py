@@ -30,7 +30,7 @@ so the same program is the reference three ways):
   a tensor condition (the rest of the range becomes one graph loop once the flag is a tensor), then library-
   style code deciding on its length: `0 if g.numel() == 0 else g.shape[0]`, or an `F.pad` of another tensor
   by the difference of their lengths (a size known only when the graph runs);
-- mutation (`MUTATION`, issue 22; TA_FUZZ_MUTATION=0 turns it off): a dict argument
+- mutation (`MUTATION`; TA_FUZZ_MUTATION=0 turns it off): a dict argument
   `d` (with a list in it), the captured `CAP` (a dict), `CAPL` (a list) and `OBJ`
   (an object) changed (items set, appended, extended, popped, deleted; an attribute
   set; a list attribute and a dict item that exist before the call replaced by new ones, which must not make
@@ -66,7 +66,7 @@ import program_gen
 WIDE = frozenset({"int_alias", "branch_init", "rank1", "mixed_bool", "walrus", "type_checks", "variables",
                   "list_shapes", "deletes", "try_ops", "grow"})
 # Mutation of dict/list arguments and captured containers and objects, inside and outside tensor loops and
-# branches (issue 22): on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
+# branches: on unless TA_FUZZ_MUTATION=0. Inside a tensor loop or branch a change that cannot be
 # staged is refused by design (a StateEffectError, `fuzz_outcomes.DESIGN_RULES`).
 MUTATION = os.environ.get("TA_FUZZ_MUTATION", "1") != "0"
 # (python_grow is not among them: each of its programs is refused by design, beyond the long runs' bound on

@@ -17,8 +17,8 @@ rules are in tests/fuzz_graph_runs.py, the categories in tests/fuzz_outcomes.py.
 
 `make test` runs `TA_GRAPH_FUZZ_EXAMPLES` (default 100) programs of the
 original generator and `TA_GRAPH_FUZZ_PER_CONSTRUCT` (12) per wider construct (one test each: a
-construct whose programs still find a bug of the product is an xfail naming
-the item of issue 25, strict, so that it flips once fixed); `make test-slow`
+construct whose programs still find a bug of the product is a strict xfail
+naming that bug, so that it flips once fixed); `make test-slow`
 runs the 300 programs of the original generator `make test` ran before its
 time was cut, and 10,000 of the wider generator, printing the
 tally (the counts that must be zero; design-rule refusals, each checked to be
@@ -70,11 +70,7 @@ test_graph_matches_python_300_programs = pytest.mark.slow(settings(max_examples=
     given(sources=program_gen.program_pairs(), inputs=_INPUTS)(test_graph_matches_python.hypothesis.inner_test)))
 
 
-def _known(item: str, what: str):
-    return pytest.mark.xfail(strict=True, reason=f"issue 25 item {item}: {what}")
-
-
-# One wider construct at a time (over program_gen's), with the item of issue 25 its programs still fail on.
+# One wider construct at a time (over program_gen's), with the known bug its programs still find, if any.
 CONSTRUCTS = [
     pytest.param("int_alias"),
     pytest.param("branch_init"),
@@ -88,7 +84,7 @@ CONSTRUCTS = [
     pytest.param("try_ops"),
     pytest.param("grow"),
     # Dict/list arguments and captured containers and objects changed, inside and outside tensor loops and
-    # branches (issue 22); TA_FUZZ_MUTATION=0 leaves it out of the long runs.
+    # branches; TA_FUZZ_MUTATION=0 leaves it out of the long runs.
     pytest.param("mutation"),
     # A list that outlives the call grown with Python values under a tensor condition: refused by design, each
     # program checked to do that (fuzz_structure).

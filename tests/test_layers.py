@@ -13,7 +13,7 @@
     state/                      tracing, interop (the tape's hook in the table), backends, graph
     staging/                    autograph <-> tracing (and subtraces, interop, state)
     exporting/                  graphs as torch.export programs: tracing, state, backends, graph
-    function/                   every layer below it (staging's TRACE_HOOKS)
+    function/                   every layer below it (staging's STAGING_HOOKS)
     summary                     function and graph (TensorBoard event files)
     saved_model/, onnx          saving and ONNX: function, exporting (and below)
     cli, __main__               the command line: the API layers (and __main__ only cli)

@@ -40,7 +40,7 @@ import torch
 from .. import nest
 from ..config import _config
 from ..logs import echo
-from ..staging import TRACE_HOOKS
+from ..staging import STAGING_HOOKS
 from ..tracing import current
 from . import signatures as sig
 from .arguments import (
@@ -372,7 +372,7 @@ class BoundFunction:
 
 
 # The trace's plug-ins, with the one that needs this module: a closure handed to a staged call becomes a Function.
-_HOOKS = dataclasses.replace(TRACE_HOOKS, staged_closure=lambda fn: StagedClosure(fn, Function))
+_HOOKS = dataclasses.replace(STAGING_HOOKS, staged_closure=lambda fn: StagedClosure(fn, Function))
 
 
 def _fast_key(args: tuple) -> tuple | None:

@@ -24,7 +24,7 @@ from ..graph import (
     eliminate_dead_code,
     fold_constants,
 )
-from ..staging import TRACE_HOOKS, map_origin
+from ..staging import STAGING_HOOKS, map_origin
 from ..state import (
     Checkpoints,
     ModuleStructure,
@@ -134,7 +134,7 @@ class TraceResult:
 
 def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: dict[str, Any],
           bound: dict[str, Any], grad: bool, backed: bool = False, spec_hint: int | None = None,
-          source: tuple = (), hooks: TraceHooks = TRACE_HOOKS) -> TraceResult:
+          source: tuple = (), hooks: TraceHooks = STAGING_HOOKS) -> TraceResult:
     """Run `target` on placeholders for `arg_types`. `backed`: None dims are backed by the call's sizes, or
     by `spec_hint` where the argument is a TensorSpec alone. `source`: the Python function (and the instance
     it is bound to) whose captured lists, dicts and objects the trace may change."""
@@ -210,7 +210,7 @@ _MAX_RETRACES = 3  # each piece of knowledge is learnt once: backed sizes, the s
 
 def concrete_function(choice: BackendChoice, target: Callable, name: str, signature: inspect.Signature,
                       arg_types: dict[str, Any], bound: dict[str, Any], grad: bool, owner: Any = None,
-                      source: tuple = (), hooks: TraceHooks = TRACE_HOOKS) -> ConcreteFunction:
+                      source: tuple = (), hooks: TraceHooks = STAGING_HOOKS) -> ConcreteFunction:
     """The whole pipeline for one trace. The one place a trace is done again with what an earlier attempt
     learnt (`Retrace`); each reason joins the trace's notes. `owner`: the Function (its Variables' rule)."""
     knowledge, learnt = Knowledge(), []

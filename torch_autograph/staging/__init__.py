@@ -2,7 +2,7 @@
 
 `install()` registers, once, the staging backend AutoGraph's operators and
 calls dispatch to for graph values (autograph's one registration point); the
-package's `__init__` calls it. `TRACE_HOOKS` are the plug-ins every trace of
+package's `__init__` calls it. `STAGING_HOOKS` are the plug-ins every trace of
 a `ta.function` runs with (tracing/hooks.py): the calls interop/ records its
 own way, the torch patches it installs while a trace runs, and the mapper
 from AutoGraph's generated lines to the user's.
@@ -15,7 +15,7 @@ from ..interop import TRACE_PATCHES, collectives, grads, rnn_cells, stage_trace_
 from ..tracing import TraceHooks
 from .control_flow import TorchStagingBackend, map_origin
 
-TRACE_HOOKS = TraceHooks(
+STAGING_HOOKS = TraceHooks(
     special_calls={**collectives.SPECIAL_CALLS, **rnn_cells.SPECIAL_CALLS},
     special_kinds=collectives.SPECIAL_KINDS,
     converted_calls=collectives.CONVERTED_CALLS,
@@ -39,4 +39,4 @@ def install() -> None:
         register_backend(TorchStagingBackend())
 
 
-__all__ = ["TRACE_HOOKS", "install", "map_origin"]
+__all__ = ["STAGING_HOOKS", "install", "map_origin"]
