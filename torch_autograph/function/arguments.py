@@ -16,7 +16,7 @@ import torch
 
 from .. import nest
 from ..errors import InvalidArgumentError
-from ..tracing import GraphArray, Traced, TraceState
+from ..tracing import GraphArray, Scope, Traced
 from . import signatures as sig
 from .signatures import ArraySpec, Identity, Literal, Structure, TensorSpec
 
@@ -180,7 +180,7 @@ def describe_value(value: Any) -> str:
     return short_repr(value)
 
 
-def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
+def placeholders_for(state: Scope, t: Any, value: Any, name: str) -> Any:
     """The argument value seen by the traced Python code: graph tensors for the tensor leaves.
 
     A None dim of a TensorSpec becomes a size symbol, backed by the size of `value` when it is the
@@ -195,8 +195,8 @@ def placeholders_for(state: TraceState, t: Any, value: Any, name: str) -> Any:
                             f"needs the rank of each tensor. Give the rank, with None for the sizes that vary: "
                             f"e.g. ta.TensorSpec([None, None], {t.dtype})")
         hints = tuple(value.shape) if isinstance(value, torch.Tensor) and value.dim() == len(t.shape) else None
-        if hints is None and state.spec_hint is not None:
-            hints = tuple(state.spec_hint if s is None else s for s in t.shape)
+        if hints is None and state.trace.request.spec_hint is not None:
+            hints = tuple(state.trace.request.spec_hint if s is None else s for s in t.shape)
         real = isinstance(value, torch.Tensor) and not isinstance(value, Traced)
         grad_hint = (value.requires_grad, value.is_leaf) if real else None
         return state.placeholder(t.name or name, t.dtype, t.shape, t.device, hints=hints, grad_hint=grad_hint)

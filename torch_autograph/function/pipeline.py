@@ -48,10 +48,10 @@ from ..tracing import (
     Knowledge,
     NeedsSizeError,
     Retrace,
+    Scope,
     Traced,
     TraceHooks,
     TraceRequest,
-    TraceState,
     data_dependent_error,
     is_symbolic,
     module_guards,
@@ -126,7 +126,7 @@ class TraceResult:
     graph: Graph
     result: Any
     guards: tuple
-    state: TraceState
+    state: Scope
     effects: StateEffects | None
     structure: ModuleStructure | None
     reads: ReadPlan | None
@@ -173,10 +173,10 @@ def trace(target: Callable, name: str, signature: inspect.Signature, arg_types: 
             effects = plan_effects(watch, to_output, captured - (reads.read_ids() if reads is not None else set()),
                                    returned_objects(graph.outputs[:n_results]))
             guards = module_guards(state)
-            structure = module_structure(list(state.root.modules.values()), {id(t) for _, t in graph.captures},
+            structure = module_structure(list(state.trace.modules.ran.values()), {id(t) for _, t in graph.captures},
                                          roots_of(source[0], source[1] if len(source) > 1 else None,
                                                   list(bound.values())) if source else list(bound.values()))
-            graph.sizes = state.symbols.input_sizes(graph.inputs)
+            graph.sizes = state.trace.symbols.input_sizes(graph.inputs)
     finally:
         watch.restore()  # a failed trace too leaves the caller's objects as they were
     return TraceResult(graph, result, guards, state, effects, structure, reads)
@@ -239,19 +239,19 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
     else:
         raise AssertionError(f"bug in torch_autograph: {name} traced {_MAX_RETRACES + 1} times without settling")
     graph, result, state, effects = traced.graph, traced.result, traced.state, traced.effects
-    state.notes.extend(f"traced again: {again.reason.splitlines()[0]}" for again in learnt
+    state.trace.notes.extend(f"traced again: {again.reason.splitlines()[0]}" for again in learnt
                        if not isinstance(again, NeedsSizeError))
     if first_error is not None and spec_hint is not None:
         if _pinned(state, graph.inputs):
             # The decisions hold for the hint only (a number of results: `x.split(1)`): the signature's None
             # dims would be one size in disguise. Refused, as before.
             raise first_error
-        state.notes.append(f"traced from the signature alone, with {SPEC_HINT} standing for the None dims where "
+        state.trace.notes.append(f"traced from the signature alone, with {SPEC_HINT} standing for the None dims where "
                            f"code decided on them ({str(first_error).split(' (')[0]}); each decision is checked at "
                            f"every call")
-    size_check = _with_grad_check(state.symbols.guard_checker(graph.inputs), graph.inputs, state.grad_assumptions)
+    size_check = _with_grad_check(state.trace.symbols.guard_checker(graph.inputs), graph.inputs, state.trace.assumed.grad)
     size_check = _with_decisions(size_check, state, graph)
-    graph.decisions = tuple(d.describe() for d in state.decisions)
+    graph.decisions = tuple(d.describe() for d in state.trace.assumed.decisions)
     optimize(graph, grad)
     # None: "auto" freezes (and times frozen against by reference); True freezes where it is sure to pay.
     freeze = choice.freeze_captures if choice.freeze_captures is not None else \
@@ -266,9 +266,9 @@ def concrete_function(choice: BackendChoice, target: Callable, name: str, signat
         graph.python_source = run_graph.python_source
     return ConcreteFunction(graph=graph, compiled=compiled, signature=signature, arg_types=arg_types, result=result,
                             guards=traced.guards, function_name=name, grad=grad, size_check=size_check,
-                            notes=tuple(state.notes), checks_autograd=bool(state.grad_assumptions),
+                            notes=tuple(state.trace.notes), checks_autograd=bool(state.trace.assumed.grad),
                             decisions=graph.decisions,
-                            autocast=state.root.entry_autocast, effects=effects, structure=traced.structure,
+                            autocast=state.trace.entry.autocast, effects=effects, structure=traced.structure,
                             reads=state_reads,
                             n_results=len(graph.outputs) - (effects.n_outputs if effects is not None else 0))
 
@@ -289,12 +289,12 @@ def _with_grad_check(size_check: Callable | None, inputs: list, assumed: dict[in
     return check
 
 
-def _with_decisions(size_check: Callable | None, state: TraceState, graph: Graph) -> Any:
+def _with_decisions(size_check: Callable | None, state: Scope, graph: Graph) -> Any:
     """`size_check` extended with the value reads library code decided on (tracing/decisions.py): each call's
     values are computed before the graph runs, and a call that reads another breaks the trace."""
-    if not state.decisions:
+    if not state.trace.assumed.decisions:
         return size_check
-    decided = DecisionCheck(state.decisions, graph.inputs, graph.captures)
+    decided = DecisionCheck(state.trace.assumed.decisions, graph.inputs, graph.captures)
 
     def check(flat: list) -> str | None:
         broken = size_check(flat) if size_check is not None else None
@@ -318,10 +318,10 @@ def _call_tensors(arg_types: dict[str, Any], bound: dict[str, Any], name: str) -
     return tuple(flat)
 
 
-def _pinned(state: TraceState, inputs: list) -> bool:
+def _pinned(state: Scope, inputs: list) -> bool:
     """Whether the size assumptions of a trace backed by SPEC_HINT hold for neither SPEC_HINT - 1 nor + 1 in
     the None dims: what it decided then fixes them to the hint."""
-    check = state.symbols.guard_checker(inputs)
+    check = state.trace.symbols.guard_checker(inputs)
     if check is None:
         return False
 
@@ -336,7 +336,7 @@ def _has_tensors(bound: dict[str, Any]) -> bool:
     return any(isinstance(leaf, torch.Tensor) for leaf in nest.flatten(list(bound.values())))
 
 
-def finish_outputs(state: TraceState, graph: Graph, result: Any) -> Any:
+def finish_outputs(state: Scope, graph: Graph, result: Any) -> Any:
     """Turn the traced result into graph outputs; returns the structured result of graph tensors."""
 
     def leaf(x: Any) -> Any:

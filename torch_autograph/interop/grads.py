@@ -84,7 +84,7 @@ class GradTracker:
 
 def _tracker(state: Any) -> GradTracker:
     """The root trace's tracker, made when it started (`TraceHooks.grads_state`)."""
-    return state.root.grads
+    return state.trace.grads
 
 
 def _where() -> str:
@@ -146,8 +146,8 @@ def flows_to(state: Any, g: Any, leaf: torch.Tensor) -> None:
 def python_ran() -> None:
     """A staged call that may replace `.grad` tensors (an optimizer or GradScaler step) was recorded."""
     state = current()
-    if state is not None and state.root.grads is not None:
-        state.root.grads.changed()
+    if state is not None and state.trace.grads is not None:
+        state.trace.grads.changed()
 
 
 def after_backward(state: Any, roots: list[Value], inputs: Any) -> None:

@@ -56,7 +56,7 @@ def stage_call(obj: Any, method: Callable, name: str, args: tuple, kwargs: dict)
         zeroed(list(_parameters(obj)), bool(set_to_none))
     label = f"{type(obj).__name__}.{name}"
     state = current()
-    stage = state.root.hooks.staged_closure if state is not None else None
+    stage = state.trace.hooks.staged_closure if state is not None else None
     closures = {k: stage(v) for k, v in (*enumerate(args), *kwargs.items())
                 if stage is not None and isinstance(v, types.FunctionType)}
     if closures:

@@ -82,7 +82,7 @@ def stage_distributed_call(f: Any, args: tuple, kwargs: dict) -> Any:
     if state is None:
         return NotImplemented
     try:
-        staged = state.hooks.converted_calls.get(f)
+        staged = state.trace.hooks.converted_calls.get(f)
     except TypeError:  # an unhashable callable
         return NotImplemented
     return NotImplemented if staged is None else staged(*args, **kwargs)
@@ -97,7 +97,7 @@ def _stage_mode_change(state: Any, f: Any, args: tuple, kwargs: dict) -> Any:
             f"train/eval mode of the code after it would depend on a value known only when the graph runs."
             f"{chr(10) + '    ' + loc.line if loc and loc.line else ''}\nFix: set the mode outside the `if` or "
             f"loop (e.g. at the start of the function).")
-    state.root.module_modes.will_set(f.__self__)
+    state.trace.modules.modes.will_set(f.__self__)
     result = f(*args, **kwargs)
     fn = f if not kwargs else (lambda *a: f(*a, **kwargs))
     py_function(fn, args, Tout=None, name=label_of(f))

@@ -369,7 +369,7 @@ def _changing_entries(names: Sequence[str], objects: Objects | None, out: tuple)
     if objects is None and not any("." in n or "[" in n for n in names):
         return out
     state = current()
-    watch = state.python_state if state is not None and state.parent is None else None
+    watch = state.trace.python_state if state is not None and state.parent is None else None
     if watch is not None and watch.checkpoints is not None:
         watch.checkpoints.changes_inside()
     return out

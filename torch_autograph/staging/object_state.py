@@ -70,7 +70,7 @@ class Objects:
         self.held = held  # (object, kind, path)
         self.origin = origin
         self.outer = current()
-        watch = self.outer.root.python_state if self.outer is not None else None
+        watch = self.outer.trace.python_state if self.outer is not None else None
         # Objects the call's own watch follows: it refuses their changes itself, at the line that made them.
         self.watched = set() if watch is None else \
             {id(o) for o, _, _ in watch.held} | {id(c) for c, _, _ in watch.arg_containers}

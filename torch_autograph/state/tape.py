@@ -434,7 +434,7 @@ def _is_nest(obj: Any) -> bool:
 
 def _meta(s: GraphTensor, shape: tuple, create_graph: bool) -> TensorMeta:
     requires_grad = create_graph and (s.dtype.is_floating_point or s.dtype.is_complex)
-    return TensorMeta(current().engine.example(tuple(shape), s.dtype, s.device, requires_grad), s.device,
+    return TensorMeta(current().trace.engine.example(tuple(shape), s.dtype, s.device, requires_grad), s.device,
                       requires_grad)
 
 

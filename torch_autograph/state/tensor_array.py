@@ -219,8 +219,8 @@ class TensorArray:
                 f"write before reading{_at_user()}")
         device = self._items._value.device if isinstance(self._items, Traced) else None
         state = current()
-        device = device or state.default_device
-        return TensorMeta(state.engine.example(lead + tuple(self._element_shape[skip:]), self._dtype, device), device)
+        device = device or state.trace.entry.device
+        return TensorMeta(state.trace.engine.example(lead + tuple(self._element_shape[skip:]), self._dtype, device), device)
 
     def identity(self) -> "TensorArray":
         return self._with(self._items)

@@ -28,7 +28,7 @@ import torch
 
 from .. import errors
 from ..graph import Graph, Node, OpKind, Value, ValueKind, walk_nodes
-from ..tracing import SYMBOLIC, GraphList, GraphTensor, TraceState, constant_of
+from ..tracing import SYMBOLIC, GraphList, GraphTensor, Scope, constant_of
 from .branches import SCALAR_DTYPES, UNSET, describe, quoted, where
 
 _NUMBER_OF = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
@@ -79,7 +79,7 @@ def reads_param(fn: Callable[..., Any], index: int) -> bool:
 class AtRaise:
     """The placeholders a try's handlers are traced from in place of variables the body rebinds between ops."""
 
-    def __init__(self, state: TraceState) -> None:
+    def __init__(self, state: Scope) -> None:
         self.state = state
         # per tracked variable: (placeholder Value, its GraphTensor, the values it may take (first: at the first
         # op), id(node) -> (node, index among them))
@@ -87,7 +87,7 @@ class AtRaise:
         self.refusals: dict[int, TypeError] = {}  # id(placeholder) -> why it cannot stand for its variable
 
     @classmethod
-    def plan(cls, state: TraceState, seen: list, start: int, names: Sequence[str], inits: list,
+    def plan(cls, state: Scope, seen: list, start: int, names: Sequence[str], inits: list,
              originals: tuple, fns: Sequence[Callable[..., Any]], label: str, after: tuple = ()
              ) -> tuple["AtRaise", list]:
         """The tracked variables and the state the handlers start from (`inits` with placeholders). `originals`:
@@ -145,7 +145,7 @@ class AtRaise:
                 index[id(node)] = (node, k)
             # (Python numbers alone: a 0-dim tensor of their type, as where a tensor `if` merges two of them)
             dtype, shape, device = (one._value.dtype, tuple(one._value.shape), one._value.device) if isinstance(
-                one, GraphTensor) else (_number_dtype(one), (), state.default_device)
+                one, GraphTensor) else (_number_dtype(one), (), state.trace.entry.device)
             end = after[i] if i < len(after) else None
             if not isinstance(one, GraphTensor) and isinstance(end, GraphTensor) and not end._value.shape and all(
                     isinstance(v, (RunTimeNumber, Unreadable)) and (_number_dtype(v) is torch.int64 or
@@ -153,7 +153,7 @@ class AtRaise:
                     or _exactly(v, end._value.dtype) for _, v in bound):
                 dtype, device = end._value.dtype, end._value.device
             grad = any(getattr(v, "requires_grad", False) for _, v in bound)
-            example = state.engine.example(shape, dtype, device, grad)
+            example = state.trace.engine.example(shape, dtype, device, grad)
             p = Value(state.fresh_name(f"{name.replace('.', '_')}_at_raise"), dtype, shape, device,
                       ValueKind.TENSOR, example)
             state._defined.add(id(p))  # (readable by the handlers while they are traced)

@@ -17,9 +17,9 @@ from ..tracing import (
     SYMBOLIC,
     GraphList,
     GraphTensor,
+    Scope,
     TensorMeta,
     Traced,
-    TraceState,
     constant_of,
     meta_example,
     promote_number,
@@ -107,7 +107,7 @@ def where(origin: SourceLocation | None) -> str:
 class Branch:
     """One traced sub-graph and the state that recorded it."""
 
-    def __init__(self, name: str, outer: TraceState, carries_objects: bool = True, inputs: tuple = ()) -> None:
+    def __init__(self, name: str, outer: Scope, carries_objects: bool = True, inputs: tuple = ()) -> None:
         self.graph = Graph(outer.fresh_name(name))
         self.outer = outer
         # Whether the staged op carries the entries of Python objects it sets to graph values (an `if`, a loop:
@@ -116,7 +116,7 @@ class Branch:
         self.carries_objects = carries_objects
         self.inputs = frozenset(id(v) for v in inputs)
         self.lifted: set[int] = set()
-        self.state: TraceState | None = None
+        self.state: Scope | None = None
 
     def lift(self, v: Value) -> Value:
         """`v`, a value of the enclosing trace, read by this sub-graph: one of its inputs."""
@@ -134,7 +134,7 @@ class Branch:
     def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         # A Python object that outlives the call changed while a branch or loop body was traced would be
         # changed whichever way the graph goes at run time: the root trace's watch refuses that.
-        watch = self.outer.root.python_state
+        watch = self.outer.trace.python_state
         token = watch.token() if watch is not None else None
         try:
             if self.state is not None:

@@ -36,7 +36,7 @@ from ..graph import (
     eliminate_dead_code,
     unique_values,
 )
-from ..tracing import NeedsSizeError, TraceState, current, is_graph_value, lists, same_dim, traced, user_location
+from ..tracing import NeedsSizeError, Scope, current, is_graph_value, lists, same_dim, traced, user_location
 from .branches import (
     SCALAR_DTYPES,
     UNSET,
@@ -70,7 +70,7 @@ def _unset_in(branch: Branch, like: Value) -> Any:
     return branch.record(lambda: branch.state.to_value(torch.zeros(shape, dtype=like.dtype, device=like.device)))
 
 
-def merged_value(outer: TraceState, name: str, a: Value, b: Value, pairs: dict | None = None) -> tuple[Value, bool]:
+def merged_value(outer: Scope, name: str, a: Value, b: Value, pairs: dict | None = None) -> tuple[Value, bool]:
     """The value merging `a` and `b` (one from each branch): a dim that differs is a fresh size symbol, read
     from the merged value when the graph runs. Returns it and whether it requires grad.
 
@@ -86,13 +86,13 @@ def merged_value(outer: TraceState, name: str, a: Value, b: Value, pairs: dict |
     shape = []
     for x, y, k in zip(a.shape, b.shape, keys):
         if not same_dim(x, y) and k not in pairs:
-            pairs[k] = outer.symbols.either_size(x, y)
+            pairs[k] = outer.trace.symbols.either_size(x, y)
         shape.append(x if same_dim(x, y) else pairs[k])
-    example = outer.engine.example(tuple(shape), a.dtype, a.device, requires_grad)
+    example = outer.trace.engine.example(tuple(shape), a.dtype, a.device, requires_grad)
     out = Value(outer.fresh_name(name), a.dtype, tuple(example.shape), a.device, ValueKind.TENSOR, example)
     for d, (x, y) in enumerate(zip(a.shape, b.shape)):
         if not same_dim(x, y):  # read from this output, unless another output of the `if` has it already
-            outer.symbols.output_dim(out.shape[d], out, d)
+            outer.trace.symbols.output_dim(out.shape[d], out, d)
     return out, requires_grad
 
 
@@ -138,7 +138,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], *,
     return true_fn() if answer else false_fn()
 
 
-def _decided_on_sizes(state: TraceState, pred: Any, refusal: Exception) -> bool | None:
+def _decided_on_sizes(state: Scope, pred: Any, refusal: Exception) -> bool | None:
     """`bool(pred)` for a condition on input sizes, taken on the call's sizes (a trace backed by them: else it
     traces again, backed), that answer becoming a checked assumption; None for any other condition (a tensor, a
     size made while tracing, a trace from a signature alone)."""
@@ -149,12 +149,12 @@ def _decided_on_sizes(state: TraceState, pred: Any, refusal: Exception) -> bool 
     try:
         return bool(pred)
     except GuardOnDataDependentSymNode:
-        if not state.backed:
+        if not state.trace.request.backed:
             raise NeedsSizeError(str(refusal)) from refusal
         return None
 
 
-def _staged(state: TraceState, p: Value, tb: Branch, fb: Branch, t_out: Any, f_out: Any,
+def _staged(state: Scope, p: Value, tb: Branch, fb: Branch, t_out: Any, f_out: Any,
             names: Sequence[str] | None, origin: SourceLocation | None) -> Any:
     """The `cond` node of the two traced branches, recorded in `state`; its results, packed as `t_out`."""
     t_out, f_out = _fill_unset(t_out, f_out), _fill_unset(f_out, t_out)
@@ -187,7 +187,7 @@ def _staged(state: TraceState, p: Value, tb: Branch, fb: Branch, t_out: Any, f_o
     return nest.pack_sequence_as(t_out, results)
 
 
-def _merge_pair(state: TraceState, tb: Branch, fb: Branch, name: str, a: Any, b: Any,
+def _merge_pair(state: Scope, tb: Branch, fb: Branch, name: str, a: Any, b: Any,
                 origin: SourceLocation | None, pairs: dict | None = None) -> Any:
     """Either a Python value both branches share, or (true value, false value, merged Value)."""
     ka, kb = leaf_kind(a), leaf_kind(b)

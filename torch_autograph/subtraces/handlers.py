@@ -44,7 +44,7 @@ from ..graph import (
     eliminate_dead_code,
     unique_values,
 )
-from ..tracing import GraphList, Traced, TraceState, current, lists, same_dim, warn_at_user_line
+from ..tracing import GraphList, Scope, Traced, current, lists, same_dim, warn_at_user_line
 from .at_raise import AtRaise, bindings_in
 from .branches import (
     UNSET,
@@ -72,7 +72,7 @@ class DeadHandlerWarning(UserWarning):
 class TryToken:
     """Where a `try` body started: the trace, how many nodes its graph had, the state before the body."""
 
-    state: TraceState
+    state: Scope
     start: int
     init_vars: tuple
     lists: dict  # index -> the items of a Python list among init_vars, before the body
@@ -329,7 +329,7 @@ def try_end(token: TryToken, out_vars: tuple, names: Sequence[str], handlers: Se
     return _packed(out_vars, results)
 
 
-def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list, out_vars: tuple, outs: list,
+def _on_raise(state: Scope, final: tuple, names: Sequence[str], inits: list, out_vars: tuple, outs: list,
               label: str) -> Graph | None:
     """The effects of the `finally:` clause (writes, prints), traced from the state before the body, for when
     the node raises: None when it has none. Refused when they read a variable the body or a handler changes:
@@ -339,7 +339,7 @@ def _on_raise(state: TraceState, final: tuple, names: Sequence[str], inits: list
     # The clause runs as Python after the `try` too: what this trace of it changes in Python lists and objects
     # is put back (its effects on them would be made twice).
     lists_before = [(v, v[:]) for v in inits if type(v) is list]
-    watch = state.root.python_state
+    watch = state.trace.python_state
     token = watch.token() if watch is not None else None
     try:
         fb.run(lambda: fn(*inits))
@@ -428,7 +428,7 @@ def _shared_python(a: Any, bs: list[Any]) -> tuple[Any] | None:
     return None
 
 
-def _merge(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+def _merge(state: Scope, branches: list[Branch], name: str, a: Any, bs: list[Any],
            label: str) -> tuple[Any, list[Any], Value]:
     """(body value, handler values, merged Value) of a variable the paths give graph values or differing
     Python values."""
@@ -489,7 +489,7 @@ def _check_number_fits(name: str, label: str, number: Any, like: Value) -> None:
                         f"would change value). Convert one of them (`float(...)`, `.to(...)`).")
 
 
-def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, bs: list[Any],
+def _merged_list(state: Scope, branches: list[Branch], name: str, a: Any, bs: list[Any],
                  label: str) -> tuple[Any, list[Any], Value]:
     """A graph list after the body and each handler: one list Value, its elements' type merged."""
     seen = [x for x in (a, *bs) if type(x) is list]
@@ -517,7 +517,7 @@ def _merged_list(state: TraceState, branches: list[Branch], name: str, a: Any, b
     return va, vbs, Value(state.fresh_name(name), dtype, shape, device, ValueKind.LIST)
 
 
-def _placeholder_like(state: TraceState, like: Any) -> Any:
+def _placeholder_like(state: Scope, like: Any) -> Any:
     """A value of `like`'s type recorded in `state` (the body's part of the trace), for a path that never reads it."""
     if not isinstance(like, Value):
         return type(like)(0)
@@ -543,18 +543,18 @@ def _meta(v: Any) -> Value:
     return Value("_", SCALAR_DTYPES[type(v)], (), None, ValueKind.SCALAR)
 
 
-def _merged_value(state: TraceState, name: str, metas: list[Value]) -> Value:
+def _merged_value(state: Scope, name: str, metas: list[Value]) -> Value:
     """The try node's output for values of the same type: a dim that differs is a fresh size symbol."""
     first = metas[0]
     if first.kind is not ValueKind.TENSOR:
         return Value(state.fresh_name(name), first.dtype, (), first.device, first.kind)
     shape = tuple(d if all(same_dim(d, m.shape[i]) for m in metas) else None for i, d in enumerate(first.shape))
     grad = any(getattr(m.example, "requires_grad", False) for m in metas)
-    example = state.engine.example(shape, first.dtype, first.device, grad)
+    example = state.trace.engine.example(shape, first.dtype, first.device, grad)
     out = Value(state.fresh_name(name), first.dtype, tuple(example.shape), first.device, ValueKind.TENSOR, example)
     for d, size in enumerate(out.shape):
         if shape[d] is None:
-            state.symbols.output_dim(size, out, d)
+            state.trace.symbols.output_dim(size, out, d)
     return out
 
 
@@ -565,7 +565,7 @@ def _hoistable(node: Node, inside: set[int]) -> bool:
             and not any(id(v) in inside for v in node.input_values()))
 
 
-def _body_graph(state: TraceState, start: int, outputs: list[Any], label: str) -> Graph:
+def _body_graph(state: Scope, start: int, outputs: list[Any], label: str) -> Graph:
     """The nodes recorded since `start` as the body sub-graph (marked as raising), leaving hoisted ones."""
     region = state.graph.nodes[start:]
     kept, moved, inside = [], [], set()

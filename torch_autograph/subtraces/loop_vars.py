@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import torch
 
 from ..graph import SourceLocation, Value, ValueKind
-from ..tracing import OutputDim, TraceState, constant_of, lists, same_dim
+from ..tracing import OutputDim, Scope, constant_of, lists, same_dim
 from .branches import SCALAR_DTYPES, Leaf, leaf_kind, quoted, where
 
 
@@ -16,7 +16,7 @@ def loop_name(names: Sequence[str] | None, i: int) -> str:
     return names[i] if names and i < len(names) else f"loop_var_{i}"
 
 
-def iterated_value(state: TraceState) -> Value:
+def iterated_value(state: Scope) -> Value:
     return Value(state.fresh_name("iterated"), torch.bool, (), None, ValueKind.SCALAR, False)
 
 
@@ -103,7 +103,7 @@ def _grows(out: Any, sym: torch.SymInt) -> bool:
     return bool(grown.is_Integer and grown >= 0)
 
 
-def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, invariants: dict,
+def carried_value(state: Scope, i: int, v: Any, refined: Value | None, invariants: dict,
                   names: Sequence[str] | None, origin: SourceLocation | None, reuse: str | None = None,
                   shared: SharedSizes | None = None) -> Value:
     """The loop-variable Value the condition and the body read for initial value `v` (named `reuse` if given).
@@ -116,16 +116,16 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
     name = reuse or state.fresh_name(loop_name(names, i))
     if kind == Leaf.PYSCALAR:
         value = Value(name, SCALAR_DTYPES[type(constant_of(v))], (), None, ValueKind.SCALAR)
-        sym = state.symbols.from_value(value)
+        sym = state.trace.symbols.from_value(value)
         floor = shared.int_floor(i, v) if shared is not None else None
         if floor is not None:
-            state.symbols.at_least(sym, floor)
+            state.trace.symbols.at_least(sym, floor)
             shared.floored_ints[i] = sym
         return value
     meta = refined or state.to_value(v)
     if meta.kind is ValueKind.SCALAR:
         value = Value(name, meta.dtype, (), None, ValueKind.SCALAR)
-        state.symbols.from_value(value)
+        state.trace.symbols.from_value(value)
         return value
     if meta.kind is ValueKind.LIST:
         return Value(name, meta.dtype, meta.shape, meta.device, ValueKind.LIST)
@@ -154,34 +154,34 @@ def carried_value(state: TraceState, i: int, v: Any, refined: Value | None, inva
     else:
         hints, entry, opened = None, shape, (False,) * len(shape)
     requires_grad = bool(getattr(meta.example, "requires_grad", False))
-    example = state.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
+    example = state.trace.engine.example(shape, meta.dtype, meta.device, requires_grad, hints=hints)
     value = Value(name, meta.dtype, tuple(example.shape), meta.device, ValueKind.TENSOR, example)
     for d, size in enumerate(value.shape):
         if shape[d] is None:
-            state.symbols.output_dim(size, value, d)
+            state.trace.symbols.output_dim(size, value, d)
         if opened[d] and shared is not None:
             shared.add(entry[d], size, i, d)
             floor = shared.floor(entry[d])
             if floor is not None and isinstance(size, torch.SymInt):
-                state.symbols.at_least(size, floor)
+                state.trace.symbols.at_least(size, floor)
                 shared.floored_at(entry[d], size, i, d)
     return value
 
 
-def _is_open(state: TraceState, size: Any, loop_values: Sequence[Value]) -> bool:
+def _is_open(state: Scope, size: Any, loop_values: Sequence[Value]) -> bool:
     """Whether `size` is an open dim of one of the loop variables (a symbol read from it at each iteration)."""
-    source = state.symbols.sources.get(size.node.expr) if isinstance(size, torch.SymInt) else None
+    source = state.trace.symbols.sources.get(size.node.expr) if isinstance(size, torch.SymInt) else None
     return isinstance(source, OutputDim) and any(source.value is lv for lv in loop_values)
 
 
-def fits_loop_var(state: TraceState, shape: tuple, lv: Value, loop_values: Sequence[Value] = ()) -> bool:
+def fits_loop_var(state: Scope, shape: tuple, lv: Value, loop_values: Sequence[Value] = ()) -> bool:
     """Whether a body output of `shape` fits loop variable `lv` (its open dims take any size)."""
     if len(shape) != len(lv.shape):
         return False
     return all(same_dim(out, dim) or _is_open(state, dim, (lv, *loop_values)) for out, dim in zip(shape, lv.shape))
 
 
-def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str, loop_values: Sequence[Value] = (),
+def final_value(state: Scope, lv: Value, init: Any, out: Any, name: str, loop_values: Sequence[Value] = (),
                 finals: dict | None = None) -> tuple[Value, bool]:
     """The Value of a loop variable after the loop: the loop variable's type; its open dims fresh symbols (one per
     symbol of the loop: `finals` maps a loop symbol to its size after the loop)."""
@@ -192,16 +192,16 @@ def final_value(state: TraceState, lv: Value, init: Any, out: Any, name: str, lo
         isinstance(out, Value) and getattr(out.example, "requires_grad", False))
     open_dims = {d for d, size in enumerate(lv.shape) if _is_open(state, size, (lv, *loop_values))}
     shape = tuple(finals.get(size.node.expr) if d in open_dims else size for d, size in enumerate(lv.shape))
-    example = state.engine.example(shape, lv.dtype, lv.device, requires_grad)
+    example = state.trace.engine.example(shape, lv.dtype, lv.device, requires_grad)
     value = Value(state.fresh_name(name), lv.dtype, tuple(example.shape), lv.device, ValueKind.TENSOR, example)
     for d in open_dims:
-        state.symbols.output_dim(value.shape[d], value, d)
+        state.trace.symbols.output_dim(value.shape[d], value, d)
         if lv.shape[d].node.expr not in finals:
             finals[lv.shape[d].node.expr] = value.shape[d]
             # the size after the loop is one the loop variable had: never below the least of those
-            floor = state.symbols.lower_bound(lv.shape[d])
+            floor = state.trace.symbols.lower_bound(lv.shape[d])
             if floor > 0:
-                state.symbols.at_least(value.shape[d], floor)
+                state.trace.symbols.at_least(value.shape[d], floor)
     return value, requires_grad
 
 

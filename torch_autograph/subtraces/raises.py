@@ -67,7 +67,7 @@ def raised_by_user(e: BaseException) -> SourceLocation | None:
         return None
     filename, lineno = tb.tb_frame.f_code.co_filename, tb.tb_lineno
     state = current()
-    mapped = state.hooks.map_origin(filename, lineno) if state is not None else None
+    mapped = state.trace.hooks.map_origin(filename, lineno) if state is not None else None
     if mapped is not None:
         return mapped
     if is_library_file(filename):

@@ -169,7 +169,7 @@ def _ring_expression(expr: Expression) -> bool:
 
 def _value_like(old: Value, meta: Any) -> Value:
     """`old` if `meta` describes the same type, else a new Value of `meta`'s type with `old`'s name."""
-    symbols = current().symbols
+    symbols = current().trace.symbols
     if isinstance(meta, TensorMeta):
         shape = tuple(meta.example.shape)
         if old.kind is ValueKind.TENSOR and (old.dtype, old.device) == (meta.dtype, meta.device) and \
@@ -227,7 +227,7 @@ def _merged_list(lst: Value | None, item: Value) -> ListMeta:
 def _infer(fn: Any, args: tuple, kwargs: dict) -> Any:
     try:
         with torch._C.DisableTorchFunction():  # run on examples, not recorded into the trace
-            meta = current().engine.infer(fn, args, kwargs)
+            meta = current().trace.engine.infer(fn, args, kwargs)
     except Exception:
         raise _CannotRetype from None
     if not isinstance(meta, (TensorMeta, ScalarMeta)):
@@ -262,7 +262,7 @@ def _retype_cond(node: Node, mapping: dict[int, Value]) -> list[Any]:
                 and len(old.shape) == len(shape) and (old.dtype, old.device) == (a.dtype, a.device):
             metas.append(TensorMeta(old.example, old.device))  # unchanged (its open dims stay its own)
             continue
-        example = current().engine.example(shape, a.dtype, a.device)
+        example = current().trace.engine.example(shape, a.dtype, a.device)
         metas.append(TensorMeta(example, a.device))
     if len(metas) != len(node.outputs):
         raise _CannotRetype

@@ -156,8 +156,8 @@ def _metas(tout: Any) -> Any:
         if tout.shape is None:
             raise TypeError(f"py_function: Tout {tout!r} leaves the rank unknown, but a graph tensor needs its rank: "
                             f"give the shape, with None for sizes known only when it runs (e.g. TensorSpec([None, 3]))")
-        device = tout.device or state.default_device
-        return TensorMeta(state.engine.example(tout.shape, tout.dtype, device), device)
+        device = tout.device or state.trace.entry.device
+        return TensorMeta(state.trace.engine.example(tout.shape, tout.dtype, device), device)
     raise TypeError(f"py_function: Tout must be None, a torch.dtype, a ta.TensorSpec or a list of them; got {tout!r}")
 
 

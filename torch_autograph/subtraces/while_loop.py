@@ -62,7 +62,7 @@ from ..graph import (
     unique_values,
     walk_nodes,
 )
-from ..tracing import TraceState, constant_of, current, is_graph_value, lists, same_dim, user_location
+from ..tracing import Scope, constant_of, current, is_graph_value, lists, same_dim, user_location
 from .branches import (
     UNSET,
     Branch,
@@ -171,7 +171,7 @@ class _UnsetTakesStructure(Exception):
         self.value = value
 
 
-def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, tops: tuple,
+def _structured_while(state: Scope, cond_fn: Callable, body_fn: Callable, tops: tuple,
                       names: tuple, invariants: dict, bounds: tuple, origin: SourceLocation | None,
                       require_iteration: Sequence[int]) -> tuple:
     """Flatten nested loop variables to leaves, run the leaf-level loop, pack the results."""
@@ -248,7 +248,7 @@ def _structured_while(state: TraceState, cond_fn: Callable, body_fn: Callable, t
                     f"{where(origin)}, and the body reads its size {shape_words(shape)} as a Python number, which "
                     f"a graph loop knows only when it runs")
             leaf_invariants[k] = shape
-            state.root.notes.append(
+            state.trace.notes.append(
                 f"loop variable {quoted(leaf_names[k])} changes shape between iterations of the loop"
                 f"{where(origin)}: its dims {shape_words(shape)} are symbolic (None: known only when the graph runs)")
     raise AssertionError("bug in torch_autograph: loop variable types did not settle")
@@ -288,7 +288,7 @@ class _Changes:
         return bool(self.promote or self.refine or self.define or self.relax or self.rebound)
 
 
-def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
+def _try_while(state: Scope, cond_fn: Callable, body_fn: Callable, loop_vars: tuple,
                names: Sequence[str] | None, invariants: dict, bounds: tuple,
                origin: SourceLocation | None, promote: dict[int, Value], require: set[int],
                refined: dict[int, Value], inferred: dict[int, Any], apart: set, shrinks: set) -> Any:
@@ -344,7 +344,7 @@ def _try_while(state: TraceState, cond_fn: Callable, body_fn: Callable, loop_var
     if broken:  # dims equal on entry that one iteration makes different: trace again with them apart
         apart.update(broken)
         return _Retrace()
-    unfounded = shared.unfounded(raw, state.symbols.decided)
+    unfounded = shared.unfounded(raw, state.trace.symbols.decided)
     if unfounded:  # dims traced as never below their entry size that one iteration makes smaller
         shrinks.update(unfounded)
         return _Retrace()
@@ -441,7 +441,7 @@ def _raw_words(r: Any, obj: Any) -> str:
     return r.type_str() if isinstance(r, Value) else describe(obj)
 
 
-def _type_changes(state: TraceState, carried: dict[int, Value], inits: list, raw: list, body_out: tuple,
+def _type_changes(state: Scope, carried: dict[int, Value], inits: list, raw: list, body_out: tuple,
                   names: Sequence[str] | None, origin: SourceLocation | None, body: Graph) -> _Changes:
     """Check the body's outputs against the loop variables; raise for errors, return the types to change."""
     changes = _Changes()
@@ -538,7 +538,7 @@ def _body_outputs(bb: Branch, carried: dict[int, Value], raw: list) -> list[tupl
     return outs
 
 
-def _while_node(state: TraceState, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
+def _while_node(state: Scope, cb: Branch, bb: Branch, carried: dict[int, Value], inits: list,
                 iterated: Value | None, required: list[int], names: Sequence[str] | None, bounds: tuple,
                 origin: SourceLocation | None, raw: list) -> tuple:
     """Record the `while` node (and the run-time check of `required` variables); return the final values.

@@ -24,11 +24,11 @@ from .recording import NeedsSizeError, record_inferred_by, record_op, record_wit
 from .retrace import Knowledge, Retrace
 from .symbols import SYMBOLIC, OutputDim, ScalarMeta, constant_of, is_graph_value, is_symbolic, same_dim
 from .tensor import GraphTensor
-from .trace import TraceState, reenter, subtrace, tracing
+from .trace import Scope, Trace, reenter, subtrace, tracing
 
 __all__ = ["ACCESS_WATCHERS", "Augmented", "DecisionCheck", "GraphArray", "GraphList", "GraphTensor", "Knowledge", "ListMeta",
            "NO_HOOKS", "NO_REQUEST", "NeedsSizeError", "NumberOp", "OutputDim", "PACKAGE_DIR", "Retrace", "SYMBOLIC", "ScalarMeta",
-           "TensorMeta", "TraceHooks", "TraceRequest", "TraceState", "Traced", "bind_results", "constant_of", "converted", "current",
+           "TensorMeta", "TraceHooks", "TraceRequest", "Scope", "Trace", "Traced", "bind_results", "constant_of", "converted", "current",
            "data_dependent_error", "element_meta", "is_graph_value", "is_library_file", "is_symbolic",
            "like_example", "lists", "meta_example", "module_entered", "module_guards", "module_left", "optimizer_step_while_tracing", "outside_trace", "promote_number",
            "record_inferred_by", "record_op", "record_with_meta", "reenter", "refused", "run_or_record", "same_dim", "subtrace", "traced",

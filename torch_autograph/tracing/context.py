@@ -10,9 +10,9 @@ import contextvars
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-TraceState = Any  # trace.TraceState: it imports (through its imports) this module, so it is not imported here
+Scope = Any  # trace.Scope: it imports (through its imports) this module, so it is not imported here
 
-_current: contextvars.ContextVar["TraceState | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
+_current: contextvars.ContextVar["Scope | None"] = contextvars.ContextVar("torch_autograph_trace", default=None)
 
 
 # GradientTapes (anything with `_variable_accessed(var)`, and `module_ran(module)` to hear of modules that ran)
@@ -21,13 +21,13 @@ ACCESS_WATCHERS: contextvars.ContextVar[tuple] = contextvars.ContextVar("torch_a
                                                                         default=())
 
 
-def current() -> "TraceState | None":
+def current() -> "Scope | None":
     """The trace being recorded in this thread, if any."""
     return _current.get()
 
 
 @contextmanager
-def activate(state: "TraceState | None") -> Iterator["TraceState | None"]:
+def activate(state: "Scope | None") -> Iterator["Scope | None"]:
     """Make `state` the current trace of this thread for the duration of the block (None: no trace)."""
     token = _current.set(state)
     try:
@@ -46,7 +46,7 @@ def outside_trace() -> Iterator[None]:
 class Traced:
     """Marker base of the objects that stand for graph values while tracing (GraphTensor, GraphList).
 
-    Each has `_value` (its graph `Value`) and `_trace` (the TraceState that made it).
+    Each has `_value` (its graph `Value`) and `_trace` (the Scope that made it).
     """
 
     __slots__ = ()

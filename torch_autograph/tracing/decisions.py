@@ -75,7 +75,7 @@ _SPELLING = {"__bool__": "a tensor used as a Python bool", "__int__": "int() of 
 def decide(state: Any, g: Any, read: str) -> tuple[bool, Any]:
     """(True, the call's answer to `read` of graph tensor `g`, recorded as a guard of the trace), or (False, None)
     where the decision cannot be taken now (the caller raises its error)."""
-    if read not in _READS or state is None or state.parent is not None or not state.call_inputs:
+    if read not in _READS or state is None or state.parent is not None or not state.trace.assumed.call_inputs:
         return False, None
     if _in_generated_code():
         return False, None
@@ -93,7 +93,7 @@ def decide(state: Any, g: Any, read: str) -> tuple[bool, Any]:
     except (RuntimeError, TypeError, ValueError):
         return False, None
     loc = user_location()
-    state.decisions.append(Decision(tuple(nodes), value, read, answer, f" at {loc}" if loc else ""))
+    state.trace.assumed.decisions.append(Decision(tuple(nodes), value, read, answer, f" at {loc}" if loc else ""))
     return True, answer
 
 
@@ -111,7 +111,7 @@ def _in_generated_code() -> bool:
 
 def _leaves(state: Any) -> dict[int, torch.Tensor]:
     """id(Value) -> tensor for the graph's inputs (the call's tensors) and its captures."""
-    leaves = dict(state.call_inputs)
+    leaves = dict(state.trace.assumed.call_inputs)
     leaves.update((id(v), t) for v, t in state.graph.captures)
     return leaves
 

@@ -31,9 +31,9 @@ def module_entered(module: torch.nn.Module, inputs: Any) -> None:
     """torch's global forward pre-hook while tracing: the module runs in the current trace."""
     state = current()
     if state is not None:
-        state.root.modules[id(module)] = module
-        state.root.module_modes.ran(module)
-        stack = state.root.module_stack
+        state.trace.modules.ran[id(module)] = module
+        state.trace.modules.modes.ran(module)
+        stack = state.trace.modules.stack
         stack.append((module, _module_path(stack[-1] if stack else None, module)))
 
 
@@ -41,7 +41,7 @@ def module_left(module: torch.nn.Module, inputs: Any, output: Any) -> None:
     """Leave the module (registered with always_call: also when its forward raised)."""
     state = current()
     if state is not None:
-        stack = state.root.module_stack
+        stack = state.trace.modules.stack
         if stack and stack[-1][0] is module:
             stack.pop()
 
@@ -64,7 +64,7 @@ def optimizer_step_while_tracing(optimizer: Any, args: Any, kwargs: Any) -> Any:
     `TraceHooks.trace_time_step` stages it where it can; otherwise refuse it."""
     state = current()
     if state is not None:
-        stage = state.hooks.trace_time_step
+        stage = state.trace.hooks.trace_time_step
         staged = stage(optimizer, args, kwargs) if stage is not None else None
         if staged is not None:
             return staged
@@ -128,6 +128,21 @@ class ModuleModes:
             m.training = self.entry[key][1]
 
 
+class TracedModules:
+    """The modules a trace saw.
+
+    Attributes:
+        ran: id -> module, for every module whose forward ran in the trace, in order.
+        stack: the modules whose forward is running, outermost first, with their paths (`Node.scope`).
+        modes: their train/eval flags at the call's entry (the trace's guards).
+    """
+
+    def __init__(self) -> None:
+        self.ran: dict[int, torch.nn.Module] = {}
+        self.stack: list[tuple[torch.nn.Module, str]] = []
+        self.modes = ModuleModes()
+
+
 def module_guards(state: Any) -> tuple[tuple[weakref.ref, bool], ...]:
     """(module, training flag at the call's entry) for every module whose mode the trace depends on."""
-    return state.module_modes.guards()
+    return state.trace.modules.modes.guards()

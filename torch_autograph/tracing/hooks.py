@@ -12,7 +12,7 @@ trace says what it runs with::
                        special_kinds=((is_functional_collective, record_functional),),
                        around_trace=(patches.while_tracing,), map_origin=map_origin)
     with tracing(graph, TraceRequest(hooks)) as state:
-        ...                          # state.root.hooks is `hooks`
+        ...                          # state.trace.hooks is `hooks`
 
 `TraceHooks()` (no plug-ins) traces plain torch code.
 """
@@ -53,7 +53,7 @@ class TraceHooks:
             runs when the graph runs -> an object with `inputs` (the graph values the function reads), `bind(real
             values)` (the function to hand the call then) and `result` (the TensorSpec of what it returns, or
             None); None (or no hook): the function is handed over as it is.
-        grads_state: makes what the `.grad` plug-ins keep per root trace (`state.root.grads`), when it starts.
+        grads_state: makes what the `.grad` plug-ins keep per root trace (`state.trace.grads`), when it starts.
     """
 
     special_calls: Mapping[Any, Handler] = field(default_factory=lambda: _EMPTY)

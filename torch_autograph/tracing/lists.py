@@ -200,7 +200,7 @@ def _visible(d: Any) -> Any:
     """`d` if it is an int or made only from sizes of the function's inputs, else None."""
     if d is None or type(d) is int:
         return d
-    sources = current().symbols.sources
+    sources = current().trace.symbols.sources
     return d if all(isinstance(sources.get(s), InputDim) for s in d.node.expr.free_symbols) else None
 
 
@@ -210,7 +210,7 @@ def _list_meta(dtype: Any, shape: Any, device: Any) -> ListMeta:
 
 def element_meta(v: Value) -> TensorMeta:
     """The metadata of one element of graph list `v` (a fresh size symbol per element dim that varies)."""
-    return TensorMeta(current().engine.example(v.shape, v.dtype, v.device), v.device)
+    return TensorMeta(current().trace.engine.example(v.shape, v.dtype, v.device), v.device)
 
 
 def _record(op_fn: Any, name: str, args: tuple, meta: Any, writes: bool) -> Any:

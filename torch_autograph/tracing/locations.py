@@ -47,7 +47,7 @@ def _file_kind(filename: str) -> int:
 def user_location() -> SourceLocation | None:
     """The innermost frame of user code: outside torch_autograph and torch (generated code mapped back)."""
     state = current()
-    map_origin = state.hooks.map_origin if state is not None else None
+    map_origin = state.trace.hooks.map_origin if state is not None else None
     f = sys._getframe(1)
     while f is not None:
         filename = f.f_code.co_filename

@@ -12,7 +12,7 @@ Two paths lead to `record`:
 
 `record` computes the outputs' metadata with `MetaEngine.infer` (torch's own
 meta kernels), makes a `Value` per output and returns the objects user code
-sees for them (`TraceState.wrap`): GraphTensors, GraphLists, or symbolic
+sees for them (`Scope.wrap`): GraphTensors, GraphLists, or symbolic
 numbers for run-time Python numbers.
 """
 
@@ -68,7 +68,7 @@ def record(func: Callable, args: tuple, kwargs: dict) -> Any:
         for a in _traced_values((args, kwargs)):
             raise leaked_tensor_error(a)
         raise AssertionError("bug in torch_autograph: record() outside a trace")
-    special = state.root.hooks.special(func)  # collectives and the like (TraceHooks.special_calls)
+    special = state.trace.hooks.special(func)  # collectives and the like (TraceHooks.special_calls)
     if special is not None:
         return special(func, args, kwargs)
     op, infer_fn, swap = classify(func)
@@ -132,7 +132,7 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
         op = replace(op, effects=effects, pure=effects is Effect.NONE and not op.runs_autograd)
     try:
         autograd_meta = AUTOGRAD_META.get(func) if type(func) is _FunctionType else None
-        meta = autograd_meta(vargs, vkwargs) if autograd_meta is not None else state.engine.infer(
+        meta = autograd_meta(vargs, vkwargs) if autograd_meta is not None else state.trace.engine.infer(
             infer_fn, vargs, vkwargs)
     except DataDependentValue:
         loc = user_location()
@@ -165,9 +165,9 @@ def _record(state: Any, op: Op, infer_fn: Callable, func: Callable, args: tuple,
     if not outputs and not op.stateful:
         return result  # metadata-only result (e.g. torch.result_type): nothing to run
     _append(state, op, vargs, vkwargs, outputs, pattern)
-    if func in BACKWARD_CALLS and state.root.hooks.after_backward is not None:
+    if func in BACKWARD_CALLS and state.trace.hooks.after_backward is not None:
         roots = vargs[0] if isinstance(vargs[0], (list, tuple)) else [vargs[0]]
-        state.root.hooks.after_backward(state, list(roots), kwargs.get("inputs"))
+        state.trace.hooks.after_backward(state, list(roots), kwargs.get("inputs"))
     if op.kind is OpKind.OPERATOR and op.target is operator.setitem:
         return None
     return result
@@ -211,12 +211,12 @@ def run_or_record(op: Op, args: tuple, kwargs: dict, meta: Any) -> Any:
 def _append(state: Any, op: Op, vargs: tuple, vkwargs: dict, outputs: list[Value], pattern: Any) -> None:
     grad = torch.is_grad_enabled()
     autocast = None
-    if _any_autocast() or state.root.entry_autocast is not None:  # one C call when autocast is off
+    if _any_autocast() or state.trace.entry.autocast is not None:  # one C call when autocast is off
         now = autocast_state()
         # `with torch.autocast(...)` entered (or left) inside the function: the node runs under that.
-        autocast = None if now == state.root.entry_autocast else (now or ())
+        autocast = None if now == state.trace.entry.autocast else (now or ())
     state.add_node(Node(op, vargs, vkwargs, tuple(outputs), pattern=pattern, origin=user_location(),
-                        grad_enabled=None if grad == state.entry_grad else grad, autocast=autocast))
+                        grad_enabled=None if grad == state.trace.entry.grad else grad, autocast=autocast))
 
 
 def _reaches_unknown_grad(args: tuple, kwargs: dict) -> bool:
@@ -239,7 +239,7 @@ def _wrap(meta: Any, state: Any, op: Op, outputs: list[Value], unknown_grad: boo
         outputs.append(value)
         for d, size in enumerate(shape):
             if isinstance(size, torch.SymInt):
-                state.symbols.output_dim(size, value, d)
+                state.trace.symbols.output_dim(size, value, d)
         # Known when an argument known to require grad reaches it, or when it cannot require grad at all.
         unknown = unknown_grad and not meta.requires_grad and (meta.dtype.is_floating_point or meta.dtype.is_complex)
         return state.wrap(value, requires_grad=meta.requires_grad, unknown_grad=unknown), value
@@ -339,7 +339,7 @@ def _augmented_number(dunder: str, args: tuple) -> Any:
     """`y op= x` where `y` stands for a Python number on some path: rebinds or updates in place when it runs."""
     state = current()
     fn = promoted.Augmented(dunder)
-    meta = state.engine.infer(fn.function, state.to_value(tuple(args)), {})
+    meta = state.trace.engine.infer(fn.function, state.to_value(tuple(args)), {})
     out = record_with_meta(Op(OpKind.FUNCTION, fn, fn.method.rstrip("_"), effects=Effect.WRITES_FIRST_ARG),
                            args, {}, meta)
     out._maybe_number = True
@@ -374,7 +374,7 @@ class TracingMode(TorchFunctionMode):
         if name == "__set__" and getattr(getattr(func, "__self__", None), "__name__", None) == "grad" \
                 and not isinstance(args[0], Traced):
             state = current()
-            write = state.root.hooks.write_grad if state is not None else None
+            write = state.trace.hooks.write_grad if state is not None else None
             if write is not None:
                 return write(state, args[0], args[1])  # `p.grad = g`: when the graph runs
         if _contains_graph(args) or _contains_graph(kwargs):
@@ -383,8 +383,8 @@ class TracingMode(TorchFunctionMode):
             owner = getattr(func, "__self__", None)
             attr = getattr(owner, "__name__", None)
             state = current()
-            if attr == "grad" and state is not None and state.root.hooks.read_grad is not None:
-                return state.root.hooks.read_grad(state, args[0])  # the gradient when the graph reaches this read
+            if attr == "grad" and state is not None and state.trace.hooks.read_grad is not None:
+                return state.trace.hooks.read_grad(state, args[0])  # the gradient when the graph reaches this read
             if attr not in ("T", "mT", "H", "mH", "real", "imag", "data"):
                 return func(*args, **kwargs)
         elif name in RUN_NOW:

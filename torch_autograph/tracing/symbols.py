@@ -18,7 +18,7 @@ Every symbol has a *source*, how its value is read when the graph runs:
   (`u0` rows of `x[mask]`) or changes between iterations of a loop.
 
 A source names a Value, not a graph: a branch or loop body reads it where it
-is visible (`TraceState.resolve`), lifting it in from an enclosing graph.
+is visible (`Scope.resolve`), lifting it in from an enclosing graph.
 
 `SymbolTable.value_of` turns a symbolic number met as an argument into a graph
 Value: the source's Value for a plain symbol, or a node evaluating the
@@ -47,7 +47,7 @@ import torch
 from ..graph import Expression, Node, Value, ValueKind
 from .context import Traced, current
 
-TraceState = Any  # trace.TraceState: trace.py imports this module, so it is not imported here
+Scope = Any  # trace.Scope: trace.py imports this module, so it is not imported here
 
 SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -102,7 +102,7 @@ def _static(x: Any) -> Any:
                 decided = None
             if decided is not None:
                 if (state := current()) is not None:
-                    state.symbols.decided.update(symbols)
+                    state.trace.symbols.decided.update(symbols)
                 return decided
     return expr
 
@@ -271,7 +271,7 @@ class SymbolTable:
         return [ra for ra in new if ra.expr.free_symbols and
                 not all(isinstance(self.sources.get(s), InputDim) for s in ra.expr.free_symbols)]
 
-    def assert_value(self, expr: Any, state: "TraceState") -> Value | None:
+    def assert_value(self, expr: Any, state: "Scope") -> Value | None:
         """A graph value computing boolean `expr` from its symbols' sources as they are when the graph runs
         (no replacement applied: a replacement is what the check is about); None if a symbol has no source
         in reach."""
@@ -283,7 +283,7 @@ class SymbolTable:
         state.add_node(Node(expression(expr, symbols, torch.bool).op(), args, {}, (out,), pattern=out))
         return out
 
-    def describe(self, expr: Any, state: "TraceState") -> str:
+    def describe(self, expr: Any, state: "Scope") -> str:
         """`expr` with each symbol written as what it stands for (`x.size(0)`, `getitem.size(0)`, `n`)."""
         import sympy
 
@@ -340,7 +340,7 @@ class SymbolTable:
             self.sources[expr] = OutputDim(value, dim)
 
     # ----- symbols as graph values ---------------------------------------------------------------
-    def value_of(self, x: Any, state: "TraceState") -> Any:
+    def value_of(self, x: Any, state: "Scope") -> Any:
         """The graph Value (or Python constant) that computes symbolic number `x` in `state`'s graph."""
         x = constant_of(x)
         if not isinstance(x, SYMBOLIC):
@@ -355,7 +355,7 @@ class SymbolTable:
             return self._symbol_value(expr, state)
         return self._expr_value(expr, _kind_dtype(x), x, state)
 
-    def _expr_value(self, expr: Any, dtype: torch.dtype, example: Any, state: "TraceState") -> Value:
+    def _expr_value(self, expr: Any, dtype: torch.dtype, example: Any, state: "Scope") -> Value:
         """A node of `state` computing `expr`. Parts made only of symbols of enclosing traces are computed
         there, once (`i < Max(0, n)` in a loop condition reads `Max(0, n)` from before the loop)."""
         hit = state.sym_values.get(expr)
@@ -373,7 +373,7 @@ class SymbolTable:
         state.sym_values[expr] = out
         return out
 
-    def _hoist(self, expr: Any, state: "TraceState", hoisted: dict[Any, Value]) -> Any:
+    def _hoist(self, expr: Any, state: "Scope", hoisted: dict[Any, Value]) -> Any:
         """`expr` with each largest part computable in an enclosing trace replaced by a placeholder symbol
         (its Value in `hoisted`)."""
         import sympy
@@ -396,7 +396,7 @@ class SymbolTable:
             dtype, (int, torch.SymInt))
         return cls(SymNode(expr, self.env, pytype, None))
 
-    def _innermost_owner(self, expr: Any, state: "TraceState") -> "TraceState | None":
+    def _innermost_owner(self, expr: Any, state: "Scope") -> "Scope | None":
         """The innermost trace (from `state` outwards) that defines one of `expr`'s symbols."""
         owners = set()
         for symbol in expr.free_symbols:
@@ -414,7 +414,7 @@ class SymbolTable:
             s = s.parent
         return state
 
-    def _symbol_value(self, symbol: Any, state: "TraceState") -> Value:
+    def _symbol_value(self, symbol: Any, state: "Scope") -> Value:
         source = self.sources.get(symbol)
         if isinstance(source, FromValue):
             return state.resolve(source.value)

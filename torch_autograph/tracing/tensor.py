@@ -54,7 +54,7 @@ class GraphTensor(torch.Tensor, Traced):
         device = value.device or torch.device("cpu")
         requires_grad = requires_grad and (value.dtype.is_floating_point or value.dtype.is_complex)
         if trace is not None and any(type(d) is not int for d in value.shape):
-            self = _from_template(cls, trace.symbols.templates, value.shape, stride, value.dtype, device, requires_grad)
+            self = _from_template(cls, trace.trace.symbols.templates, value.shape, stride, value.dtype, device, requires_grad)
         else:
             self = torch.Tensor._make_wrapper_subclass(cls, value.shape, strides=stride, dtype=value.dtype,
                                                        device=device, requires_grad=requires_grad)
@@ -109,7 +109,7 @@ class GraphTensor(torch.Tensor, Traced):
                 and attr in ("requires_grad", "is_leaf", "grad_fn"):
             # As the call's tensor is; the trace serves only the calls whose tensor agrees.
             input_id, requires_grad, is_leaf = self._grad_hint
-            self._trace.root.grad_assumptions[input_id] = (requires_grad, is_leaf)
+            self._trace.trace.assumed.grad[input_id] = (requires_grad, is_leaf)
             if attr == "requires_grad":
                 return requires_grad
             if attr == "is_leaf":

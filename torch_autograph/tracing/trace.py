@@ -1,11 +1,13 @@
-"""One trace: the graph being recorded, its names, captures and symbols; `tracing(graph)` runs user code into it.
+"""One trace by scope: a `Trace` for the whole trace, a `Scope` per graph being recorded.
 
-`tracing(graph)` makes a new `TraceState` current (a ContextVar, so threads
-trace independently) and activates the tracing TorchFunctionMode for its
-duration only. Control flow records its branches and loop bodies into
-sub-traces (`subtrace`), whose reads of values of enclosing traces are lifted
-in through a hook (`lift_outer`). Sub-traces share the root trace's names,
-symbols (`symbols.SymbolTable`) and metadata engine (`meta.MetaEngine`).
+`tracing(graph, request)` makes the root `Scope` of a new `Trace` current (a
+ContextVar, so threads trace independently) and activates the tracing
+TorchFunctionMode for its duration only. The `Trace` is built whole from the
+request and holds what belongs to the whole trace (entry state, symbols,
+names, modules, notes, the call's assumptions, plug-in state). Control flow
+records its branches and loop bodies into sub-scopes (`subtrace`), which
+share their `trace` and whose reads of values of enclosing scopes are lifted
+in through a hook (`lift_outer`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import dataclasses
 import itertools
 import keyword
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
@@ -22,7 +25,7 @@ from ..errors import InaccessibleTensorError
 from ..graph import CheckOp, Effect, Graph, Node, Op, OpKind, Value, ValueKind, autocast_state, map_nest
 from ..naming import Namer, identifier
 from .context import Traced, activate, current
-from .guards import ModuleModes
+from .guards import TracedModules
 from .hooks import NO_REQUEST, ObjectTracker, TraceHooks, TraceRequest
 from .lists import GraphList
 from .locations import user_location
@@ -47,63 +50,108 @@ def _may_fail(node: Node) -> bool:
         any(v.kind is not ValueKind.SCALAR for v in node.outputs)
 
 
-class TraceState:
-    """Everything one trace accumulates; the current one lives in a ContextVar."""
+@dataclass(frozen=True)
+class CallEntry:
+    """The call's state when the trace began: grad mode, autocast, torch's default device (read once: it costs
+    microseconds per call)."""
 
-    def __init__(self, graph: Graph, parent: "TraceState | None" = None, request: TraceRequest = NO_REQUEST,
+    grad: bool
+    autocast: tuple | None
+    device: torch.device
+
+
+class CallAssumptions:
+    """What a trace took from the call beyond its types, each a guard of the trace.
+
+    Attributes:
+        call_inputs: id(input Value) -> the call's tensor (empty for a trace from a signature alone), paired as
+            the placeholders are made.
+        decisions: the value reads library code decided on those tensors (tracing/decisions.py).
+        grad: id(input Value) -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
+    """
+
+    def __init__(self, call_tensors: tuple) -> None:
+        self._call_tensors = call_tensors
+        self.call_inputs: dict[int, torch.Tensor] = {}
+        self.decisions: list = []
+        self.grad: dict[int, tuple[bool, bool]] = {}
+
+    def pair(self, value: Value, index: int) -> None:
+        """The `index`-th graph input `value` stands for the call's `index`-th tensor, if there is one."""
+        if index < len(self._call_tensors):
+            self.call_inputs[id(value)] = self._call_tensors[index]
+
+
+class Trace:
+    """What one root trace accumulates across all its graphs, built whole from its `TraceRequest`.
+
+    Attributes:
+        request: what it was asked to do (plug-ins, backed sizes, spec hint, the call's tensors).
+        root: the scope of its top-level graph.
+        entry: the call's grad mode, autocast and default device when it began.
+        symbols, engine: run-time sizes and numbers (symbols.py), output metadata (meta.py).
+        namer: the names of the values of all its graphs.
+        modules: the modules that ran, those running, their modes (guards.py).
+        notes: what it decided by itself (a loop variable made symbolic), for its history.
+        assumed: what it took from the call beyond its types (guards).
+        python_state: the Python objects it may change, checked around each sub-trace (None once it ended).
+        grads: what the `.grad` plug-ins keep (`TraceHooks.grads_state`).
+        captures: id(real tensor) -> the graph tensor capturing it.
+    """
+
+    def __init__(self, request: TraceRequest, root: "Scope") -> None:
+        # (without the Python objects it follows: `python_state` lets go of them when the trace ends)
+        self.request = dataclasses.replace(request, python_state=None)
+        self.root = root
+        self.entry = CallEntry(torch.is_grad_enabled(), autocast_state(), torch.get_default_device())
+        self.symbols = SymbolTable()
+        self.engine = MetaEngine(self.symbols, self.entry.device)
+        self.namer = Namer(_RESERVED)
+        self.modules = TracedModules()
+        self.notes: list[str] = []
+        self.assumed = CallAssumptions(request.call_tensors)
+        self.python_state: ObjectTracker | None = request.python_state
+        hooks = request.hooks
+        self.grads: Any = hooks.grads_state() if hooks.grads_state is not None else None
+        self.captures: dict[int, GraphTensor] = {}
+
+    @property
+    def hooks(self) -> TraceHooks:
+        """The plug-ins it runs with."""
+        return self.request.hooks
+
+
+class Scope:
+    """One graph being recorded (the top level, a branch, a loop body) and what it defines; the current one lives
+    in a ContextVar. Everything that belongs to the whole trace is on `trace`."""
+
+    def __init__(self, graph: Graph, parent: "Scope | None" = None, request: TraceRequest = NO_REQUEST,
                  lift_outer: Callable[[Value], Value] | None = None) -> None:
         self.graph = graph
         self.parent = parent
-        self.root: TraceState = parent.root if parent is not None else self
-        hooks = request.hooks
-        self.hooks: TraceHooks = hooks if parent is None else parent.hooks  # the plug-ins this trace runs with
-        self.entry_grad = torch.is_grad_enabled() if parent is None else parent.entry_grad
-        self.entry_autocast = autocast_state() if parent is None else parent.entry_autocast
-        # Read once per trace: torch.get_default_device() costs microseconds per call.
-        self.default_device = torch.get_default_device() if parent is None else parent.default_device
-        self.symbols: SymbolTable = SymbolTable() if parent is None else parent.symbols
-        self.engine: MetaEngine = MetaEngine(self.symbols, self.default_device) if parent is None else parent.engine
+        self.trace: Trace = parent.trace if parent is not None else Trace(request, self)
         self.closed = False
         self.failed: BaseException | None = None  # what a sub-trace raised (its values may leak through an `except`)
-        self.namer = Namer(_RESERVED) if parent is None else self.root.namer  # names of all its graphs
-        self._captures: dict[int, GraphTensor] = {}
         self.sym_values: dict[Any, Value] = {}  # expression -> the Value computing it in this graph
         self.size_values: dict[Any, Value] = {}  # size symbol -> the `x.size(d)` Value reading it here
         self._defined: set[int] = set()  # ids of this graph's inputs, captures and node outputs
         self._hidden: dict[int, tuple[Value, str]] = {}  # values no longer readable here, and why (`hide`)
-        self.modules: dict[int, torch.nn.Module] = {}
-        # The modules whose forward is running, outermost first, with their paths (on the root; guards.py).
-        self.module_stack: list[tuple[torch.nn.Module, str]] = []
-        self.module_modes = ModuleModes() if parent is None else parent.root.module_modes
-        self.warned: set = set()  # (kind, user line) of warnings given once per trace
-        self.notes: list[str] = []
         self.augmented_symbols: set = set()  # symbols of numbers `n` of an `n op= m` traced here (numbers.py)
-        # The call's tensor per graph input (id of its Value; empty for a trace from a signature alone), paired
-        # as the placeholders are made, and the value reads library code decided on them (tracing/decisions.py),
-        # guards of the trace.
-        self._call_tensors = request.call_tensors
-        self.call_inputs: dict[int, torch.Tensor] = {}
-        self.decisions: list = []
-        # The Python objects the trace may change (state/python_state.ObjectWatch), checked around each sub-trace.
-        self.python_state: ObjectTracker | None = request.python_state if parent is None else None
-        # Input Value id -> the (requires_grad, is_leaf) of the call's tensor that traced code read.
-        self.grad_assumptions: dict[int, tuple[bool, bool]] = {}
         self._checking = False  # adding the check nodes of run-time size assumptions
-        # What the `.grad` plug-ins (TraceHooks.read_grad, ...) keep per root trace.
-        self.grads: Any = hooks.grads_state() if parent is None and hooks.grads_state is not None else None
-        # Whether None dims of the inputs are backed by the traced call's sizes (see `placeholder`).
-        # Traced from a signature alone but backed: the hint size of each None dim (see pipeline.SPEC_HINT).
-        self.spec_hint: int | None = request.spec_hint if parent is None else parent.spec_hint
-        self.backed = request.backed if parent is None else parent.backed  # what the trace decided by itself (a loop variable made symbolic), for its history
         # Sub-graph hook: how a value of an enclosing graph enters this one (control flow).
         self.lift_outer = lift_outer
         # The `try` bodies being traced in this graph whose failure a handler node catches (subtraces/handlers).
         self.open_tries: list = []
 
+    @property
+    def root(self) -> "Scope":
+        """The scope of the trace's top-level graph."""
+        return self.trace.root
+
     # ----- names ----------------------------------------------------------------------
     def fresh_name(self, base: str) -> str:
         """A name for a value of this trace (unique among all its graphs), derived from `base`."""
-        return self.root.namer.new_symbol(identifier(base))
+        return self.trace.namer.new_symbol(identifier(base))
 
     # ----- values ---------------------------------------------------------------------
     def placeholder(self, name: str, dtype: torch.dtype, shape: tuple, device: torch.device | None,
@@ -121,13 +169,13 @@ class TraceState:
             example = meta_example(tuple(shape), dtype, requires_grad=bool(requires_grad))
             value = Value(name, dtype, tuple(shape), device, ValueKind.TENSOR, example)
         else:
-            syms = {d: self.symbols.input_symbol(name, d, None if hints is None or not self.backed else hints[d])
+            syms = {d: self.trace.symbols.input_symbol(name, d, None if hints is None or not self.trace.request.backed else hints[d])
                     for d, size in enumerate(shape) if size is None}
             sizes = tuple(syms.get(d, size) for d, size in enumerate(shape))
-            example = self.engine.example(sizes, dtype, device, requires_grad=bool(requires_grad))
+            example = self.trace.engine.example(sizes, dtype, device, requires_grad=bool(requires_grad))
             value = Value(name, dtype, sizes, device, ValueKind.TENSOR, example)
             for d, sym in syms.items():
-                self.symbols.bind_input(sym, value, d)
+                self.trace.symbols.bind_input(sym, value, d)
         self.add_input(value)
         gt = GraphTensor(value, self, requires_grad=bool(requires_grad), origin="input",
                          unknown_grad=requires_grad is None)
@@ -144,11 +192,11 @@ class TraceState:
             return GraphList(value, self)
         example = value.example
         if not isinstance(example, SYMBOLIC):
-            example = self.symbols.from_value(value)  # a number this node makes: a symbol of its own
-        elif self.symbols.needs_source(example):
-            self.symbols.bind_value(example, value)  # a fresh symbol torch made (a fake `.item()`)
+            example = self.trace.symbols.from_value(value)  # a number this node makes: a symbol of its own
+        elif self.trace.symbols.needs_source(example):
+            self.trace.symbols.bind_value(example, value)  # a fresh symbol torch made (a fake `.item()`)
         else:
-            self.sym_values.setdefault(self.symbols.env.replace(example.node.expr), value)
+            self.sym_values.setdefault(self.trace.symbols.env.replace(example.node.expr), value)
         return traced(example)
 
     def capture(self, t: torch.Tensor, name: str | None = None) -> GraphTensor:
@@ -160,7 +208,7 @@ class TraceState:
             return self.to_graph_tensor(t)
         if self.parent is not None:
             return self.to_graph_tensor(self.root.capture(t, name))
-        gt = self._captures.get(id(t))
+        gt = self.trace.captures.get(id(t))
         if gt is None:
             example = meta_example(tuple(t.shape), t.dtype, tuple(t.stride()), t.requires_grad)
             value = Value(self.fresh_name(name or self._capture_name(t)), t.dtype, tuple(t.shape), t.device,
@@ -168,12 +216,12 @@ class TraceState:
             self.graph.captures.append((value, t))
             self._defined.add(id(value))
             gt = GraphTensor(value, self, requires_grad=t.requires_grad, origin="capture")
-            self._captures[id(t)] = gt
+            self.trace.captures[id(t)] = gt
         return gt
 
     def _capture_name(self, t: torch.Tensor) -> str:
         """`linear_weight` for a parameter of a module that ran in this trace, else `param` / `const`."""
-        for m in reversed(list(self.modules.values())):
+        for m in reversed(list(self.trace.modules.ran.values())):
             for pname, p in itertools.chain(m.named_parameters(recurse=False), m.named_buffers(recurse=False)):
                 if p is t:
                     return f"{type(m).__name__.lower()}_{pname}"
@@ -198,18 +246,18 @@ class TraceState:
             # In a branch or loop body inside a `try` body: its failure is what runs the handler, as eagerly,
             # so it is never pruned, even where nothing reads it (the `try` body's own nodes: handlers.py).
             node.op = dataclasses.replace(node.op, effects=node.op.effects | Effect.RAISES)
-        if node.scope is None and self.root.module_stack:
-            node.scope = self.root.module_stack[-1][1]
+        if node.scope is None and self.trace.modules.stack:
+            node.scope = self.trace.modules.stack[-1][1]
         self.graph.nodes.append(node)
         self._defined.update(id(v) for v in node.outputs)
-        if self.parent is None and getattr(self.python_state, "checkpoints", None) is not None:
-            self.python_state.checkpoints.at_node(node, current() is self)  # (state/effects_at_raise.py)
-        state: TraceState | None = self
+        if self.parent is None and getattr(self.trace.python_state, "checkpoints", None) is not None:
+            self.trace.python_state.checkpoints.at_node(node, current() is self)  # (state/effects_at_raise.py)
+        state: Scope | None = self
         while state is not None:  # the `try` bodies it is recorded in note the bindings it runs under
             for token in state.open_tries:
                 token.note(node)
             state = state.parent
-        if self.symbols.active and not self._checking:
+        if self.trace.symbols.active and not self._checking:
             self._check_runtime_asserts()
 
     def _in_try_body(self) -> bool:
@@ -227,17 +275,17 @@ class TraceState:
         `x[mask] + z` makes torch assume the mask's count equals `z`'s length (else it would broadcast) and
         compute every later size from that: the graph must check it where the count exists.
         """
-        new = self.symbols.new_runtime_asserts()
+        new = self.trace.symbols.new_runtime_asserts()
         if not new:
             return
         self._checking = True
         try:
             loc = user_location()
             for ra in new:
-                cond = self.symbols.assert_value(ra.expr, self)
+                cond = self.trace.symbols.assert_value(ra.expr, self)
                 if cond is None:
                     continue  # about symbols torch made inside a kernel and never showed: nothing reads them
-                what = self.symbols.describe(ra.expr, self)
+                what = self.trace.symbols.describe(ra.expr, self)
                 message = (f"the graph was traced assuming {what}{f' at {loc}' if loc else ''}, which this call "
                            f"breaks (eager code might broadcast or take another path there); make the sizes "
                            f"explicit (expand, reshape, or a fixed-length slice) so that the program does not "
@@ -253,8 +301,8 @@ class TraceState:
         if id(value) not in self._defined:
             self.graph.inputs.append(value)
             self._defined.add(id(value))
-            if self.parent is None and len(self.graph.inputs) <= len(self._call_tensors):
-                self.call_inputs[id(value)] = self._call_tensors[len(self.graph.inputs) - 1]
+            if self.parent is None:
+                self.trace.assumed.pair(value, len(self.graph.inputs) - 1)
 
     def refresh_defined(self) -> None:
         """Recompute which values this graph has (after re-typing replaced some of them)."""
@@ -262,7 +310,7 @@ class TraceState:
         self._defined = {id(v) for v in g.inputs} | {id(v) for v, _ in g.captures} | {
             id(v) for n in g.nodes for v in n.outputs}
 
-    def definer(self, value: Value) -> "TraceState | None":
+    def definer(self, value: Value) -> "Scope | None":
         """The nearest trace (this one or an enclosing one) whose graph has `value`, or None."""
         state = self
         while state is not None:
@@ -279,7 +327,7 @@ class TraceState:
         return self.lift_value(value, owner)
 
     # ----- values of enclosing traces ------------------------------------------------------
-    def lift_value(self, v: Value, owner: "TraceState") -> Value:
+    def lift_value(self, v: Value, owner: "Scope") -> Value:
         """`v`, a value of trace `owner` (this one or an enclosing one), as a value of this trace."""
         if owner is self:
             return v
@@ -292,7 +340,7 @@ class TraceState:
             state = state.parent
         raise AssertionError(f"bug in torch_autograph: %{v.name} belongs to no enclosing trace")
 
-    def _owns(self, other: "TraceState") -> bool:
+    def _owns(self, other: "Scope") -> bool:
         state = self
         while state is not None:
             if state is other:
@@ -332,17 +380,17 @@ class TraceState:
             return self.capture(x)._value
         if isinstance(x, SYMBOLIC):
             x = constant_of(x)
-            return self.symbols.value_of(x, self) if isinstance(x, SYMBOLIC) else x
+            return self.trace.symbols.value_of(x, self) if isinstance(x, SYMBOLIC) else x
         if hasattr(x, "_ta_graph_value"):  # a Variable: the tensor it stands for
             return self.to_value(x._ta_graph_value())
         return x
 
 
 @contextmanager
-def tracing(graph: Graph, request: TraceRequest = NO_REQUEST) -> Iterator[TraceState]:
+def tracing(graph: Graph, request: TraceRequest = NO_REQUEST) -> Iterator[Scope]:
     """Make `graph` the current trace of this thread; record torch calls into it as `request` asks (its plug-ins,
     its sizes, the Python objects it follows)."""
-    state = TraceState(graph, request=request)
+    state = Scope(graph, request=request)
     try:
         with ExitStack() as stack:
             for around in request.hooks.around_trace:
@@ -352,17 +400,17 @@ def tracing(graph: Graph, request: TraceRequest = NO_REQUEST) -> Iterator[TraceS
             yield state
     finally:
         state.closed = True
-        state.python_state = None  # the objects it followed may be collected now (graph tensors hold the trace)
-        state.module_modes.restore()
+        state.trace.python_state = None  # the objects it followed may be collected now (graph tensors hold the trace)
+        state.trace.modules.modes.restore()
 
 
 @contextmanager
-def subtrace(graph: Graph, lift_outer: Callable[[Value], Value]) -> Iterator[TraceState]:
+def subtrace(graph: Graph, lift_outer: Callable[[Value], Value]) -> Iterator[Scope]:
     """Record into a sub-graph (a branch or loop body) of the current trace."""
     parent = current()
     assert parent is not None, "bug in torch_autograph: subtrace outside a trace"
     graph.parent = parent.graph
-    state = TraceState(graph, parent, lift_outer=lift_outer)
+    state = Scope(graph, parent, lift_outer=lift_outer)
     try:
         with activate(state):
             yield state
@@ -371,7 +419,7 @@ def subtrace(graph: Graph, lift_outer: Callable[[Value], Value]) -> Iterator[Tra
 
 
 @contextmanager
-def reenter(state: TraceState) -> Iterator[TraceState]:
+def reenter(state: Scope) -> Iterator[Scope]:
     """Record into an existing sub-trace again (e.g. to convert a branch output after both branches ran)."""
     with activate(state):
         yield state
