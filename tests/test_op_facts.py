@@ -1,7 +1,10 @@
 """Op facts (effects and traits) come from torch's schemas and a table keyed by callable objects, never a name."""
 
+import functools
+import itertools
 import operator
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -122,3 +125,67 @@ def test_an_out_call_returns_its_out_argument_not_a_fresh_tensor():
     assert Trait.FRESH in node.op.traits and Effect.WRITES_OUT in node.op.effects
     assert not returns_fresh(node)
     assert facts_of(operator.add).traits is Trait.FRESH
+
+
+# ----- torch's OpInfo database as the oracle ---------------------------------------------------------------------
+def _storages(x, out: set) -> set:
+    if isinstance(x, torch.Tensor):
+        if x.layout == torch.strided and x.numel():
+            out.add(x.untyped_storage().data_ptr())
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _storages(y, out)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _storages(y, out)
+    return out
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether `after` holds other values than `before` (NaN where NaN was is no change)."""
+    if torch.equal(before, after):
+        return False
+    try:
+        return not bool((before == after).logical_or(before.isnan() & after.isnan()).all())
+    except (RuntimeError, NotImplementedError):  # a dtype without these ops: bitwise
+        return True
+
+
+def _torchs_own(fn) -> bool:
+    """torch's callables (not an OpInfo's lambda or partial around one: a trace records the callable inside)."""
+    return getattr(fn, "__name__", "<lambda>") != "<lambda>" and not isinstance(fn, functools.partial)
+
+
+@pytest.mark.filterwarnings("ignore")  # (deprecated and beta ops warn when run)
+def test_the_facts_of_every_opinfo_op_hold_on_its_samples():
+    """Each op of torch's OpInfo database, run eagerly on its first sample inputs (CPU, float32): an op the facts call
+    fresh returns no tensor sharing an input's storage (the alias analysis of CSE and in-place ops trusts it), and an
+    op that changes its first argument, or is an in-place variant, has the write among its effects."""
+    op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations").op_db
+    wrong, checked = [], 0
+    for info in op_db:
+        variants = [fn for fn in (info.op, info.method_variant, info.inplace_variant) if _torchs_own(fn)]
+        try:
+            # (the generator itself: `sample_inputs` wraps it in a tracker that walks the stack for each sample)
+            samples = list(itertools.islice(info.sample_inputs_func(info, "cpu", torch.float32, False), 2)) \
+                if variants else []
+        except Exception:  # noqa: BLE001 - a sample generator this build cannot run
+            continue
+        for fn in variants:
+            facts = facts_of(fn)
+            for s in samples:
+                if not isinstance(s.input, torch.Tensor) or s.input.layout != torch.strided:
+                    continue
+                before = s.input.detach().clone()
+                try:
+                    out = fn(s.input, *s.args, **s.kwargs)
+                except Exception:  # noqa: BLE001 - torch refuses this sample for this variant
+                    continue
+                checked += 1
+                name = f"{info.name} ({getattr(fn, '__qualname__', fn)})"
+                if Trait.FRESH in facts.traits and _storages(out, set()) & _storages((s.input, s.args, s.kwargs), set()):
+                    wrong.append(f"{name}: taken as fresh, returns a view of an input")
+                writes = fn is info.inplace_variant or _changed(before, s.input.detach())
+                if writes and Effect.WRITES_FIRST_ARG not in facts.effects:
+                    wrong.append(f"{name}: writes its first argument, no such effect")
+    assert checked > 1000 and wrong == []

@@ -65,6 +65,9 @@ _FRESH_COMPOSITES = _packets("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adap
                              "conv_transpose3d", "group_norm", "layer_norm", "linear", "log_softmax", "matmul",
                              "max_pool1d", "max_pool2d", "max_pool3d", "nll_loss", "softmax", "square", "std",
                              "var", "true_divide", "where", "cross_entropy_loss", "mse_loss")
+# Ops whose outputs are views of their input although their schema returns plain tensors (views torch does not
+# track: "unsafe"); the OpInfo sweep of tests/test_op_facts.py finds any other.
+_UNTRACKED_VIEWS = _packets("unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk")
 _FRESH = Facts(traits=Trait.FRESH)
 _WRITES = Facts(Effect.WRITES_FIRST_ARG)
 _DRAWS = Facts(Effect.RANDOM)
@@ -202,7 +205,8 @@ def _schema_facts(packet: Any, overloads: list) -> Facts:
         if torch.Tag.nondeterministic_seeded in tags:
             effects |= Effect.RANDOM
         if any(r.alias_info is not None for r in schema.returns) or \
-                torch.Tag.maybe_aliasing_or_mutating in tags or (_composite(op) and packet not in _FRESH_COMPOSITES):
+                torch.Tag.maybe_aliasing_or_mutating in tags or packet in _UNTRACKED_VIEWS or \
+                (_composite(op) and packet not in _FRESH_COMPOSITES):
             fresh = False
     return Facts(effects, Trait.FRESH if fresh and not effects & Effect.WRITES_FIRST_ARG else Trait.NONE)
 
