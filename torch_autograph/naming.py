@@ -60,6 +60,3 @@ class Namer:
 
     def reserve(self, name: str) -> None:
         self._taken.add(name)
-
-    def __contains__(self, name: str) -> bool:
-        return not self._free(name)

@@ -59,9 +59,9 @@ from ..tracing import (
     tracing,
     warn_at_user_line,
 )
-from .arguments import collect_inputs, iter_type_leaves, placeholders_for, rebuild_call
+from .arguments import collect_inputs, placeholders_for, rebuild_call
 from .concrete import ConcreteFunction
-from .signatures import Identity, Structure, TensorSpec
+from .signatures import Identity, Structure
 from .tracebacks import add_user_frames
 
 
@@ -312,8 +312,7 @@ def _call_tensors(arg_types: dict[str, Any], bound: dict[str, Any], name: str) -
             collect_inputs(arg_types[n], value, n, flat, name)
     except (TypeError, InvalidArgumentError):
         return ()
-    expected = sum(isinstance(t, TensorSpec) for t in iter_type_leaves(arg_types[n] for n in bound))
-    if len(flat) != expected or any(isinstance(t, Traced) for t in flat):
+    if any(isinstance(t, Traced) for t in flat):
         return ()
     return tuple(flat)
 

@@ -24,10 +24,6 @@ from .patches import Hook
 _module = torch.nn.modules.module
 
 
-def _remover(handle: Any) -> Callable[[], None]:
-    return handle.remove
-
-
 def _step_hook_first() -> Callable[[], None]:
     handle = register_optimizer_step_pre_hook(optimizer_step_while_tracing)
     # First among the global step hooks: others would run at trace time before it could refuse.
@@ -47,10 +43,10 @@ TRACER_HOOKS = (
     Hook("torch.nn.modules.module", "global forward pre-hook",
          "records which modules run in a trace (their train/eval modes guard it) and the module each node is "
          "recorded in",
-         lambda: _remover(_module.register_module_forward_pre_hook(module_entered))),
+         lambda: _module.register_module_forward_pre_hook(module_entered).remove),
     Hook("torch.nn.modules.module", "global forward hook (always called)",
          "leaves the module a node is recorded in, also when its forward raised",
-         lambda: _remover(_module.register_module_forward_hook(module_left, always_call=True))),
+         lambda: _module.register_module_forward_hook(module_left, always_call=True).remove),
     Hook("torch.optim.optimizer", "global optimizer step pre-hook (first)",
          "an optimizer step taken at trace time would update the parameters once, with stale gradients: it is "
          "staged to run with the graph, or refused",
@@ -60,5 +56,5 @@ TRACER_HOOKS = (
 TAPE_HOOKS = (
     Hook("torch.nn.modules.module", "global forward pre-hook",
          "a GradientTape watching accessed variables watches the parameters of every module that runs",
-         lambda: _remover(_module.register_module_forward_pre_hook(_watchers_see_module))),
+         lambda: _module.register_module_forward_pre_hook(_watchers_see_module).remove),
 )

@@ -75,19 +75,15 @@ AUTOGRAD_META: dict[Callable, Callable[[tuple, dict], Any]] = {
 BACKWARD_CALLS = frozenset({torch.Tensor.backward, torch.autograd.backward})
 
 
-def _effects(func: Callable) -> Effect:
-    """The effects of a torch callable, from its schema or the table of Python-level callables (traits.py)."""
-    effects = facts_of(func).effects
-    if func in BACKWARD_CALLS:
-        effects |= Effect.UNKNOWN
-    return effects
+def _facts(func: Callable) -> tuple[Effect, Trait]:
+    """A torch callable's effects and its outputs' traits (op_facts.py); `backward` may write anything."""
+    facts = facts_of(func)
+    return facts.effects | (Effect.UNKNOWN if func in BACKWARD_CALLS else Effect.NONE), facts.traits
 
 
 def _op(kind: OpKind, target: Any, name: str, effects: Effect = Effect.NONE, func: Any = None,
-        facts_from: Any = None) -> Op:
-    """An `Op` whose outputs have the traits of calling `facts_from` (none when None)."""
+        traits: Trait = Trait.NONE) -> Op:
     autograd = func in AUTOGRAD_META
-    traits = facts_of(facts_from).traits if facts_from is not None else Trait.NONE
     return Op(kind, target, name, effects=effects, pure=effects is Effect.NONE and not autograd,
               runs_autograd=autograd, traits=traits)
 
@@ -98,8 +94,9 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
     if hit is not None:
         return hit
     if isinstance(func, torch._ops.OpOverload):  # an aten op that reached __torch_dispatch__ (Variable(x): detach)
-        effects = facts_of(func).effects | (Effect.WRITES_FIRST_ARG if func._schema.is_mutable else Effect.NONE)
-        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func, func), func, False
+        effects, traits = _facts(func)
+        effects |= Effect.WRITES_FIRST_ARG if func._schema.is_mutable else Effect.NONE
+        return _op(OpKind.FUNCTION, func, func.__name__.split(".")[0], effects, func, traits), func, False
     name = _DUNDER_ALIASES.get(func) or getattr(func, "__name__", "") or ""
     owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
     descriptor = getattr(func, "__self__", None) if name == "__get__" else None  # `x.T` is `Tensor.T.__get__(x)`
@@ -115,17 +112,19 @@ def classify(func: Callable) -> tuple[Op, Callable, bool]:
         elif core in _DUNDER_OPS:
             fn = _DUNDER_OPS[core]
             effects = Effect.WRITES_FIRST_ARG if core == "setitem" else Effect.NONE
-            result = (_op(OpKind.OPERATOR, fn, core, effects, facts_from=fn), fn, False)
+            result = (_op(OpKind.OPERATOR, fn, core, effects, traits=facts_of(fn).traits), fn, False)
         elif core.startswith("r") and core[1:] in _DUNDER_OPS:
             fn = _DUNDER_OPS[core[1:]]
-            result = (_op(OpKind.OPERATOR, fn, core[1:], facts_from=fn), fn, True)
+            result = (_op(OpKind.OPERATOR, fn, core[1:], traits=facts_of(fn).traits), fn, True)
         else:
-            result = (_op(OpKind.METHOD, name, core, facts_from=func), func, False)
+            result = (_op(OpKind.METHOD, name, core, traits=facts_of(func).traits), func, False)
     elif owner in (torch.Tensor, torch._C.TensorBase) or (
             isinstance(owner, type) and issubclass(owner, torch._C.TensorBase)):
-        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, _effects(func), facts_from=func), func, False)
+        effects, traits = _facts(func)
+        result = (_op(OpKind.METHOD, name, name.rstrip("_") or name, effects, traits=traits), func, False)
     else:
-        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", _effects(func), func, func), func, False)
+        effects, traits = _facts(func)
+        result = (_op(OpKind.FUNCTION, func, name.rstrip("_") or "call", effects, func, traits), func, False)
     if len(_classify_cache) < _CLASSIFY_CACHE_SIZE:
         try:
             _classify_cache[func] = result
